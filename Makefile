@@ -1,0 +1,40 @@
+# PathBind: `make demo` runs the offline demo, `make test` runs every check. Both set up .venv first.
+PYTHON ?= python3.11
+VENV ?= .venv
+BIN := $(abspath $(VENV))/bin
+PIP := $(BIN)/python -m pip --disable-pip-version-check
+OUT ?= out/demo
+# Offline by design: the demo and the tests never reach a model or dataset hub.
+OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
+# Dependencies are reinstalled only when these files change.
+DEPS_STAMP := $(VENV)/.deps-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-12)
+
+.PHONY: demo test install lint clean
+
+$(DEPS_STAMP): pyproject.toml Makefile
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip setuptools
+	@# The pinned torch release lmms-eval 0.7.3's torchvision requires; a plain `torch` would pull a newer build.
+	$(PIP) install --quiet torch==2.14.1 torchvision==0.29.1
+	$(PIP) install --quiet '.[test]'
+	rm -f $(VENV)/.deps-* && touch $@
+
+# A regular (non-editable) install, as users get it from `pip install .`; tests run against it.
+install: $(DEPS_STAMP)
+	$(PIP) install --quiet --no-deps --no-build-isolation --force-reinstall . ./examples/pathbind-example-plugin
+
+demo: install
+	$(OFFLINE) $(BIN)/lmms_eval --model pathbind_control --tasks pathbind_demo --output_path $(OUT) --log_samples
+	$(OFFLINE) $(BIN)/lmms_eval --model pathbind_blind --tasks pathbind_demo --output_path $(OUT) --log_samples
+	$(BIN)/pathbind summary $(OUT)
+
+lint: install
+	$(BIN)/ruff check pathbind pathbind_tasks pathbind_models pathbind_metrics tests examples benchmarks
+	$(BIN)/mypy
+
+test: lint
+	@# The pytest script (not `python -m pytest`) keeps the source tree off sys.path: tests use the installed package.
+	$(OFFLINE) $(BIN)/pytest $(PYTEST_ARGS)
+
+clean:
+	rm -rf $(VENV) out build *.egg-info

@@ -1,0 +1,1 @@
+"""Example PathBind plugin: which stain dominates a tile?"""

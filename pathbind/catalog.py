@@ -1,0 +1,109 @@
+"""What the installed plugins provide: their task YAMLs, read without importing lmms-eval."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from pathbind.data import apply_data_root
+from pathbind.plugins import PluginManager
+
+LOCAL_BUILDERS = frozenset({"csv", "json", "parquet", "text", "pandas", "arrow"})
+
+
+@dataclass(frozen=True)
+class TaskEntry:
+    """One task or group defined by a plugin's YAML."""
+
+    name: str
+    kind: str  # "task", "group", "include" (shared config) or "error"
+    plugin: str
+    family: str  # the benchmark folder below the plugin's task directory
+    yaml_path: Path
+    data: DataLocation | None = None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class DataLocation:
+    """Where a task reads its documents: local files or a Hugging Face hub dataset."""
+
+    dataset_path: str
+    local_files: tuple[Path, ...] = field(default_factory=tuple)
+    hub_id: str | None = None
+
+    def describe(self) -> str:
+        if self.hub_id:
+            return f"hub:{self.hub_id}"
+        return ", ".join(str(p) for p in self.local_files) or self.dataset_path
+
+
+class _SimpleLoader(yaml.SafeLoader):
+    """Reads lmms-eval YAML without resolving ``!function`` (kept as its dotted path)."""
+
+
+def _function_path(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> str:
+    return str(loader.construct_scalar(node))
+
+
+_SimpleLoader.add_constructor("!function", _function_path)
+
+
+def read_task_yaml(path: Path) -> dict[str, Any]:
+    """Load one task YAML, merging ``include:`` files as lmms-eval does (later keys win)."""
+    config = yaml.load(path.read_text(encoding="utf-8"), Loader=_SimpleLoader)
+    if not isinstance(config, dict):
+        raise ValueError(f"{path}: expected a mapping at top level, got {type(config).__name__}")
+    includes = config.pop("include", [])
+    merged: dict[str, Any] = {}
+    for include in [includes] if isinstance(includes, str) else includes:
+        merged.update(read_task_yaml(path.parent / include))
+    return {**merged, **config}
+
+
+def data_location(config: dict[str, Any], yaml_dir: Path) -> DataLocation | None:
+    """Resolve a task config's data source the way lmms-eval's loader does."""
+    dataset_path = config.get("dataset_path")
+    if not isinstance(dataset_path, str):
+        return None
+    kwargs = config.get("dataset_kwargs") or {}
+    if dataset_path in LOCAL_BUILDERS:
+        files = kwargs.get("data_files", [])
+        flat = files.values() if isinstance(files, dict) else [files] if isinstance(files, str) else files
+        paths = [Path(f) if os.path.isabs(f) else yaml_dir / f for group in flat
+                 for f in ([group] if isinstance(group, str) else group)]
+        return DataLocation(dataset_path, tuple(paths))
+    if kwargs.get("load_from_disk") or os.path.isabs(dataset_path):
+        return DataLocation(dataset_path, (Path(dataset_path),))
+    return DataLocation(dataset_path, hub_id=dataset_path)
+
+
+def plugin_tasks(pm: PluginManager) -> list[TaskEntry]:
+    """Every task and group in every plugin's task directories, sorted by name."""
+    entries = []
+    for contribution in pm.task_dirs():
+        root = contribution.value
+        for path in sorted(root.rglob("*.yaml")):
+            family = path.relative_to(root).parts[0] if path.parent != root else root.name
+            entries.append(_entry(path, contribution.plugin, family))
+    return sorted(entries, key=lambda e: (e.name, str(e.yaml_path)))
+
+
+def _entry(path: Path, plugin: str, family: str) -> TaskEntry:
+    try:
+        config = read_task_yaml(path)
+    except Exception as exc:  # a broken YAML is listed, not fatal
+        return TaskEntry(path.stem, "error", plugin, family, path, error=f"{type(exc).__name__}: {exc}")
+    if "group" in config and "task" in config and isinstance(config["task"], list):
+        return TaskEntry(str(config["group"]), "group", plugin, family, path)
+    if "task" in config:
+        try:
+            location = data_location(apply_data_root(config), path.parent)
+        except ValueError as exc:
+            return TaskEntry(str(config["task"]), "task", plugin, family, path, error=str(exc))
+        return TaskEntry(str(config["task"]), "task", plugin, family, path, location)
+    return TaskEntry(path.stem, "include", plugin, family, path)

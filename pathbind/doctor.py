@@ -1,0 +1,149 @@
+"""``pathbind doctor``: is everything a PathBind run needs installed, hooked and reachable?"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import platform
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+
+from pathbind.catalog import DataLocation, TaskEntry, plugin_tasks
+from pathbind.plugins import PluginManager, disabled_plugins
+from pathbind.templates import template_names
+
+TESTED_LMMS_EVAL = ("0.7.3",)
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: str  # OK, WARN or FAIL
+    detail: str
+
+
+def run_checks(pm: PluginManager, *, check_data: bool = True) -> list[Check]:
+    """All checks, cheapest first; each failure names what to do about it."""
+    entries = plugin_tasks(pm)
+    checks = [_python(), _lmms_eval(), _torch(), *_plugins(pm), *_templates(pm), *_models(pm), *_yaml_loads(entries)]
+    checks += _task_index(pm, entries)
+    if check_data:
+        checks += [_data(e) for e in entries if e.data is not None]
+    return checks
+
+
+def _python() -> Check:
+    return Check("python", "OK", f"{platform.python_version()} ({platform.machine()})")
+
+
+def _lmms_eval() -> Check:
+    try:
+        installed = version("lmms-eval")
+    except PackageNotFoundError:
+        return Check("lmms-eval", "FAIL", "not installed: pip install 'lmms-eval==0.7.3'")
+    if installed not in TESTED_LMMS_EVAL:
+        tested = ", ".join(TESTED_LMMS_EVAL)
+        return Check("lmms-eval", "WARN", f"{installed}; PathBind's task hook is tested with {tested}")
+    return Check("lmms-eval", "OK", installed)
+
+
+def _torch() -> Check:
+    try:
+        import torch
+    except Exception as exc:
+        return Check("torch", "FAIL", f"cannot import torch: {exc}")
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    device = f"CUDA {torch.version.cuda}, {gpus} GPU(s)" if gpus else "CPU only"
+    return Check("torch", "OK", f"{torch.__version__}, {device}")
+
+
+def _plugins(pm: PluginManager) -> list[Check]:
+    checks = [Check(f"plugin {name}", "OK", getattr(plugin, "__name__", type(plugin).__name__))
+              for name, plugin in sorted(pm.list_name_plugin()) if name not in pm.failures]
+    checks += [Check(f"plugin {name}", "FAIL", error) for name, error in sorted(pm.failures.items())]
+    checks += [Check(f"plugin {name}", "WARN", "disabled by PATHBIND_DISABLE_PLUGINS")
+               for name in sorted(disabled_plugins())]
+    return checks
+
+
+def _templates(pm: PluginManager) -> list[Check]:
+    names = template_names(pm.template_dirs())
+    shadowed = {n: files for n, files in names.items() if len(files) > 1}
+    checks = [Check("templates", "OK", f"{len(names)} found: {', '.join(sorted(names))}")]
+    checks += [Check(f"template {n}", "WARN", f"{files[0]} shadows {', '.join(map(str, files[1:]))}")
+               for n, files in sorted(shadowed.items())]
+    return checks
+
+
+def _models(pm: PluginManager) -> list[Check]:
+    checks = []
+    for contribution in sorted(pm.models().values(), key=lambda c: c.name):
+        spec = contribution.value
+        for class_path in filter(None, (spec.simple_class_path, spec.chat_class_path)):
+            module, _, attr = class_path.rpartition(".")
+            try:
+                getattr(importlib.import_module(module), attr)
+                checks.append(Check(f"model {spec.model_id}", "OK", class_path))
+            except Exception as exc:
+                checks.append(Check(f"model {spec.model_id}", "FAIL", f"{class_path}: {type(exc).__name__}: {exc}"))
+    checks += [Check("conflict", "WARN", message) for message in pm.conflicts]
+    return checks
+
+
+def _yaml_loads(entries: list[TaskEntry]) -> list[Check]:
+    """Each YAML through lmms-eval's own loader, ``!function`` targets included."""
+    from lmms_eval.utils import load_yaml_config
+
+    checks = []
+    for entry in entries:
+        try:
+            if entry.error:
+                raise ValueError(entry.error)
+            load_yaml_config(str(entry.yaml_path), mode="full")
+        except Exception as exc:
+            checks.append(Check(f"yaml {entry.yaml_path}", "FAIL", f"{type(exc).__name__}: {exc}"))
+    return checks or [Check("yaml", "OK", f"{len(entries)} YAML files load")]
+
+
+def _task_index(pm: PluginManager, entries: list[TaskEntry]) -> list[Check]:
+    """The hook works when lmms-eval's own TaskManager resolves every plugin task to its YAML."""
+    from pathbind.bridge import install_task_hook
+
+    if not install_task_hook(pm):
+        return [Check("task hook", "FAIL", "lmms-eval changed TaskManager; pass plugin task dirs with --include_path")]
+    from lmms_eval.tasks import TaskManager
+
+    print("indexing lmms-eval tasks (about 10 s)...", flush=True)
+    index = TaskManager("ERROR").task_index
+    checks = []
+    for entry in (e for e in entries if e.kind in ("task", "group")):
+        found = index.get(entry.name, {}).get("yaml_path")
+        if found != str(entry.yaml_path):
+            checks.append(Check(f"task {entry.name}", "FAIL", f"lmms-eval resolves it to {found or 'nothing'}, "
+                                f"not {entry.yaml_path} (name clash or unindexable YAML); rename the task"))
+    ok = sum(e.kind in ("task", "group") for e in entries) - len(checks)
+    return [Check("task hook", "OK", f"lmms-eval indexes {ok} PathBind tasks and groups"), *checks]
+
+
+def _data(entry: TaskEntry) -> Check:
+    location = entry.data
+    assert location is not None
+    status, detail = _reach(location)
+    return Check(f"data {entry.name}", status, detail)
+
+
+def _reach(location: DataLocation) -> tuple[str, str]:
+    if location.hub_id:
+        try:
+            from huggingface_hub import snapshot_download
+
+            path = snapshot_download(location.hub_id, repo_type="dataset", local_files_only=True)
+            return "OK", f"hub:{location.hub_id} cached at {path}"
+        except Exception:
+            offline = os.environ.get("HF_HUB_OFFLINE") or os.environ.get("HF_DATASETS_OFFLINE")
+            hint = "offline mode is on" if offline else "downloaded on first use (gated sets need `hf auth login`)"
+            return "WARN", f"hub:{location.hub_id} not in the local cache; {hint}"
+    missing = [str(p) for p in location.local_files if not p.exists()]
+    if missing:
+        return "FAIL", f"missing: {', '.join(missing)}"
+    return "OK", location.describe()

@@ -1,0 +1,64 @@
+"""Hook specifications: what a PathBind plugin can contribute."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pluggy
+
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from pathbind.plugins import ModelSpec
+
+hookspec = pluggy.HookspecMarker("pathbind")
+hookimpl = pluggy.HookimplMarker("pathbind")
+
+
+@hookspec
+def pathbind_task_dirs() -> list[Path]:
+    """Return directories of lmms-eval YAML task specs.
+
+    Every ``*.yaml`` below each directory is indexed by lmms-eval's TaskManager, after the
+    built-in tasks and before ``--include_path``. Prefix task names with your plugin's name:
+    lmms-eval resolves clashes silently in favour of the first definition, PathBind reports them.
+    """
+
+
+@hookspec
+def pathbind_template_dirs() -> list[Path]:
+    """Return directories of Jinja prompt templates (``<name>.jinja``).
+
+    Templates are looked up by name through :func:`pathbind.render_template`. When two plugins
+    ship the same name, the first in hook-call order wins (mark your hookimpl ``tryfirst=True``
+    to override a first-party template) and the shadowing is reported.
+    """
+
+
+@hookspec
+def pathbind_models() -> list[ModelSpec]:
+    """Return :class:`pathbind.ModelSpec` objects: lmms-eval model ids and their classes.
+
+    Class paths are imported only when lmms-eval instantiates the model, so returning specs
+    must not import torch or lmms-eval.
+    """
+
+
+@hookspec
+def pathbind_metrics() -> dict[str, Callable[..., object]]:
+    """Return named metric or aggregation functions.
+
+    A task YAML refers to one as ``!function pathbind.plugin_metrics.<name>``, e.g. as a
+    ``metric_list`` aggregation (which receives the list of per-document values).
+    """
+
+
+@hookspec
+def pathbind_add_commands(subparsers: argparse._SubParsersAction) -> None:
+    """Add subcommands to the ``pathbind`` command line.
+
+    Call ``subparsers.add_parser(name, help=...)`` and set a ``func`` default taking the parsed
+    ``argparse.Namespace`` and returning an exit code.
+    """

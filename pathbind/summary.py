@@ -1,0 +1,46 @@
+"""``pathbind summary``: the headline metrics of lmms-eval result files, one row per model and task."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+
+def find_results(paths: list[Path]) -> list[Path]:
+    """lmms-eval result files (``*_results.json``) given directly or found below folders."""
+    found: list[Path] = []
+    for path in paths:
+        found += [path] if path.is_file() else sorted(path.rglob("*results.json"))
+    return found
+
+
+def summary_rows(result_file: Path) -> list[dict[str, Any]]:
+    """One row per task: model, task, then each metric (filter suffix and stderr entries dropped)."""
+    data = json.loads(result_file.read_text(encoding="utf-8"))
+    model = data.get("config", {}).get("model", "?")
+    rows = []
+    for task, metrics in sorted(data.get("results", {}).items()):
+        values = {key.split(",")[0]: value for key, value in metrics.items()
+                  if "," in key and "_stderr" not in key and isinstance(value, int | float)}
+        if values:
+            rows.append({"model": model, "task": task, **values})
+    return rows
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    columns = ["model", "task", *dict.fromkeys(k for row in rows for k in row if k not in ("model", "task"))]
+    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.1f}"
+    return str(value)

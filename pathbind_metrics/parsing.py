@@ -1,0 +1,180 @@
+r"""Strict answer parsing for multiple-choice and yes/no questions: never guess, return None instead.
+
+Where to look (the first that applies; everything else in the text is then ignored):
+
+1. Reasoning is dropped first: ``<think>...</think>`` blocks, an unclosed ``<think>`` up to the next
+   ``<answer>`` (or the end), and everything before a stray ``</think>``.
+2. The content of the last ``<answer>...</answer>`` (any case; an unclosed ``<answer>`` runs to the end).
+3. Else the content of the last ``\boxed{...}`` (``\text{...}``-style wrappers removed).
+4. Else the whole text.
+
+Decisions for ambiguous cases:
+
+- Every answer form found is collected, with no precedence between forms; an answer is returned only when
+  they all name the same valid option. "Answer: B. Because A is wrong" is B (a bare "A is" is no answer
+  form), but "Answer: B. (A) is wrong" and "Answer: A ... Answer: B" are None.
+- Outside a tag or box letters must be capitals, so the article "a" is never option A. Inside a tag or box a
+  lone letter of either case ("<answer>a</answer>") is that option.
+- A letter beyond the options ("E" with four options) makes the answer None, even beside a valid one;
+  so does an enumeration after a form ("Answer: A or B", "Option A, C").
+- Yes/no words (是/是的 -> yes, 否/不是 -> no) count when they open the text, a line or a sentence and are
+  followed by punctuation or the line end ("Yes, ...", "No."), when they follow "answer:"/"answer is", or
+  when paired with another ("Yes and no", "yes/no"). "No malignancy is seen" is None; "nodule", "none",
+  "not" and "cannot" never count.
+"""
+
+import re
+
+# Reasoning is never an answer.
+_THINK_BLOCK = re.compile(r"<think>.*?</think>", re.I | re.S)
+_THINK_OPEN = re.compile(r"<think>", re.I)
+_THINK_CLOSE = re.compile(r"</think>", re.I)
+_ANSWER_OPEN = re.compile(r"<answer>", re.I)
+# Non-greedy up to the closing tag, so several tags stay apart; an unclosed tag runs to the end.
+_ANSWER_TAG = re.compile(r"<answer>(.*?)(?:</answer>|\Z)", re.I | re.S)
+# One level of nested braces, so \boxed{\text{B}} is read whole.
+_BOXED = re.compile(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}")
+# LaTeX commands and braces inside \boxed{} carry no answer.
+_LATEX = re.compile(r"\\[A-Za-z]+|[{}]")
+# Markdown emphasis ("**B**", "`B`") hides letters from the forms below.
+_MARKDOWN = re.compile(r"[*`]")
+
+# A capital, or an enumeration of capitals ("A or B", "(A)/(C)"), that does not run into a word ("Based").
+_LETTERS = r"(\(?[A-Z]\)?(?:\s*(?:,|/|&|\b(?i:or|and)\b)\s*\(?[A-Z]\)?)*)(?![A-Za-z0-9])"
+# One standalone capital inside a matched form: skips the "OR" of "A OR B".
+_LETTER = re.compile(r"(?<![A-Za-z])[A-Z](?![A-Za-z])")
+_CHOICE_FORMS = (
+    # "Answer: B", "the answer is (C)", "the correct option is D", "Final answer: option B".
+    re.compile(r"(?i:\b(?:answer|option|choice)\s*(?:is\s*:?|:)\s*(?:option\s+)?)" + _LETTERS),
+    # "Option B", "choice (C)" anywhere.
+    re.compile(r"(?i:\b(?:option|choice)\s+)" + _LETTERS),
+    # "(B)" anywhere: a parenthesised capital is not prose.
+    re.compile(r"\(([A-Z])\)"),
+    # "B." or "B)" opening a line, e.g. "B. Squamous cell carcinoma"; "A gland" has no such mark.
+    re.compile(r"^\s*([A-Z])[.)](?!\S)", re.M),
+)
+# The whole response is one letter; only inside a tag or box may it be lowercase ("<answer>a</answer>").
+_LONE_UPPER = re.compile(r"\s*([A-Z])\s*")
+_LONE_ANY = re.compile(r"\s*\(?([A-Za-z])\)?[.)]?\s*")
+# Where an option's text may stand alone: after "Answer:" to the line end, or after a "B. " prefix.
+_ANSWER_REST = re.compile(r"\banswer\s*(?:is\s*:?|:)\s*([^\n]+)", re.I)
+_PREFIX = re.compile(r"\(?[A-Z]\)?[.):]\s+(.+)", re.S)
+
+_YN = r"(yes|no|是的|是|不是|否)"
+# The word must end there (ASCII or fullwidth punctuation, line end): rejects "No malignancy", "nodule", "not".
+_YN_END = r"(?=\s*(?:[.!?,;:)\uff0c\u3002\uff01\uff1f\uff1b\uff1a]|$))"
+_YES_NO_FORMS = (
+    # Opens the text, a line or a sentence: "Yes, the tissue is benign.", "No."
+    re.compile(r"(?:^|(?<=[.!?\u3002\uff01\uff1f]))[\s(\"']*" + _YN + _YN_END, re.I | re.M),
+    # An explicit form may go on: "The answer is yes because ...".
+    re.compile(r"\banswer\s*(?:is\s*:?|:)\s*" + _YN + r"(?![A-Za-z\u4e00-\u9fff])", re.I),
+    # A hedge names both words: "Yes and no", "yes or no", "yes/no".
+    re.compile(r"(?<![A-Za-z])" + _YN + r"\s*(?:,|/|\bor\b|\band\b)\s*" + _YN + _YN_END, re.I),
+)
+_YES_NO = {"yes": "yes", "是的": "yes", "是": "yes", "no": "no", "不是": "no", "否": "no"}
+
+
+def choice_letters(n: int) -> list[str]:
+    """Letters naming ``n`` options in order.
+
+    Parameters
+    ----------
+    n : int
+        Number of options, 0 to 26.
+
+    Returns
+    -------
+    list of str
+        ``['A', 'B', ...]``, ``n`` letters long.
+
+    Raises
+    ------
+    ValueError
+        If ``n`` is negative or above 26.
+
+    Examples
+    --------
+    >>> choice_letters(3)
+    ['A', 'B', 'C']
+    """
+    if not 0 <= n <= 26:
+        raise ValueError(f"choice_letters needs 0 to 26 options, got {n}")
+    return [chr(ord("A") + i) for i in range(n)]
+
+
+def _region(text: str) -> tuple[str, bool]:
+    """The text to parse, and whether it came from an answer tag or a box."""
+    text = _THINK_BLOCK.sub(" ", text)
+    if opened := _THINK_OPEN.search(text):
+        answer = _ANSWER_OPEN.search(text, opened.end())
+        text = text[: opened.start()] + (text[answer.start() :] if answer else "")
+    text = _MARKDOWN.sub("", _THINK_CLOSE.split(text)[-1])
+    if tags := _ANSWER_TAG.findall(text):
+        return tags[-1], True
+    if boxed := _BOXED.findall(text):
+        return _LATEX.sub("", boxed[-1]), True
+    return text, False
+
+
+def _norm(text: str) -> str:
+    """Lowercase, single-spaced, without surrounding punctuation or quotes."""
+    return " ".join(text.split()).strip(" .,:;!?\"'").lower()
+
+
+def parse_choice(text: str, options: list[str]) -> str | None:
+    """The option letter a response names, or None when it names none, several, or one out of range.
+
+    Parameters
+    ----------
+    text : str
+        Model response.
+    options : list of str
+        Option texts in order; option ``i`` is ``choice_letters(len(options))[i]``.
+
+    Returns
+    -------
+    str or None
+        ``'A'``, ``'B'``, ... or None; see the module docstring for the rules.
+
+    Examples
+    --------
+    >>> parse_choice("<think>maybe A</think><answer>C</answer>", ["x", "y", "z"])
+    'C'
+    >>> parse_choice("A or B", ["x", "y", "z"]) is None
+    True
+    """
+    region, contained = _region(text)
+    found = {letter for form in _CHOICE_FORMS for m in form.finditer(region) for letter in _LETTER.findall(m[1])}
+    if lone := (_LONE_ANY if contained else _LONE_UPPER).fullmatch(region):
+        found.add(lone[1].upper())
+    spans = [region, *_ANSWER_REST.findall(region)]
+    spans += [m[1] for span in spans if (m := _PREFIX.fullmatch(span.strip()))]
+    letters = choice_letters(len(options))
+    wanted = {_norm(span) for span in spans}
+    found |= {letter for letter, option in zip(letters, options, strict=True) if _norm(option) in wanted - {""}}
+    return found.pop() if len(found) == 1 and found <= set(letters) else None
+
+
+def parse_yes_no(text: str) -> str | None:
+    """``'yes'`` or ``'no'`` when a response gives exactly one of them, else None.
+
+    Parameters
+    ----------
+    text : str
+        Model response.
+
+    Returns
+    -------
+    str or None
+        ``'yes'``, ``'no'`` or None; see the module docstring for the rules.
+
+    Examples
+    --------
+    >>> parse_yes_no("Yes, the glands are well formed.")
+    'yes'
+    >>> parse_yes_no("nodular lesion") is None
+    True
+    """
+    region, _ = _region(text)
+    found = {_YES_NO[word.lower()] for form in _YES_NO_FORMS for m in form.finditer(region) for word in m.groups()}
+    return found.pop() if len(found) == 1 else None

@@ -1,0 +1,17 @@
+"""Registers PathBind's metric functions with the plugin system (by name, for task YAMLs)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pluggy
+
+from pathbind_metrics import vqa
+
+# The marker is rebuilt from pluggy so that pathbind_metrics stays free of PathBind imports.
+hookimpl = pluggy.HookimplMarker("pathbind")
+
+
+@hookimpl
+def pathbind_metrics() -> dict[str, Callable[..., object]]:
+    return {"acc_image": vqa.acc_image, "acc_text": vqa.acc_text, "mg": vqa.mg, "invalid_rate": vqa.invalid_rate}

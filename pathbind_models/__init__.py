@@ -1,0 +1,1 @@
+"""PathBind reference models and controls."""

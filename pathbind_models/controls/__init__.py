@@ -1,0 +1,1 @@
+"""Control models that bracket what a vision-language model should achieve."""

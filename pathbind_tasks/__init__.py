@@ -1,0 +1,1 @@
+"""PathBind task definitions for lmms-eval."""

@@ -1,0 +1,1 @@
+"""Behaviour shared by every PathBind benchmark: conditions, prompts, scoring."""

@@ -1,0 +1,54 @@
+"""Visual question answering: prompt rendering and scoring shared by every VQA-type task."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from loguru import logger
+from PIL import Image
+
+from pathbind import render_template
+from pathbind_metrics import choice_letters, parse_choice, parse_yes_no
+
+METRICS = ("acc_image", "acc_text", "mg", "invalid_rate")
+
+
+def doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
+    """The item's image, or nothing in the text-only condition."""
+    if doc.get("condition") == "text":
+        return []
+    return [doc["image"].convert("RGB")]
+
+
+def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
+    """Render the task's template (``template`` in lmms_eval_specific_kwargs, ``thinking`` toggles <think>)."""
+    kwargs = lmms_eval_specific_kwargs or {}
+    variables: dict[str, Any] = {"question": doc["question"], "thinking": bool(kwargs.get("thinking", False))}
+    if doc.get("options") is not None:
+        variables["choices"] = list(zip(choice_letters(len(doc["options"])), doc["options"], strict=True))
+    return render_template(kwargs.get("template", "mcq"), **variables)
+
+
+def process_mcq_results(doc: dict[str, Any], results: list[str]) -> dict[str, dict[str, Any]]:
+    """Score an option-letter answer; an unparseable one is invalid and wrong."""
+    return _score(doc, results, lambda text: parse_choice(text, list(doc["options"])), str(doc["answer"]).upper())
+
+
+def process_yes_no_results(doc: dict[str, Any], results: list[str]) -> dict[str, dict[str, Any]]:
+    """Score a yes/no answer; an unparseable one is invalid and wrong."""
+    return _score(doc, results, parse_yes_no, str(doc["answer"]).strip().lower())
+
+
+def _score(doc: dict[str, Any], results: list[str], parse: Any, reference: str) -> dict[str, dict[str, Any]]:
+    # Total by design: lmms-eval retries a raising process_results, so a bad doc becomes an invalid record.
+    record: dict[str, Any] = {"id": str(doc.get("id")), "condition": doc.get("condition", "image"),
+                              "reference": reference}
+    try:
+        parsed = parse(results[0] if results else "")
+        record.update(parsed=parsed, valid=parsed is not None, correct=parsed == reference, reason="")
+        if parsed is None:
+            record["reason"] = "unparseable answer"
+    except Exception as exc:
+        logger.warning(f"doc {record['id']}: cannot score ({type(exc).__name__}: {exc})")
+        record.update(parsed=None, valid=False, correct=False, reason=f"{type(exc).__name__}: {exc}")
+    return dict.fromkeys(METRICS, record)

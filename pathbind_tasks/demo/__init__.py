@@ -1,0 +1,1 @@
+"""Synthetic demo data: deterministic histology tiles and questions."""
