@@ -52,6 +52,7 @@ def write_plugin(root: Path, name: str, module_source: str, files: dict[str, str
 
     Put ``root`` on ``sys.path`` (or PYTHONPATH) and importlib.metadata finds it like an installed package.
     """
+    root.mkdir(parents=True, exist_ok=True)
     (root / f"{name}.py").write_text(textwrap.dedent(module_source))
     dist = root / f"{name}-0.1.dist-info"
     dist.mkdir(parents=True)

@@ -60,9 +60,9 @@ def test_a_plugin_with_a_misspelled_hook_is_rejected_at_registration(tmp_path, m
     """)
     monkeypatch.syspath_prepend(str(tmp_path))
     pm = make_plugin_manager()
-    assert "typo_plugin" in pm.failures
-    assert pm.failures["typo_plugin"].startswith("PluginValidationError: unknown hook pathbind_task_dir; PathBind hooks:")
-    assert "pathbind_task_dirs" in pm.failures["typo_plugin"]
+    error = pm.failures["typo_plugin"]
+    assert error.startswith("PluginValidationError: unknown hook pathbind_task_dir; PathBind hooks:")
+    assert "pathbind_task_dirs" in error
 
 
 def test_plugins_can_be_disabled_by_name(monkeypatch):

@@ -7,8 +7,6 @@ from pathlib import Path
 
 from pathbind.data import DATA_ENV
 
-TASK_FILES = {"pathbind_demo_vqa": "vqa.parquet", "pathbind_demo_yesno": "yesno.parquet"}
-
 
 def add_demo_data_command(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("demo-data", help="write a synthetic demo dataset for PATHBIND_DATA")
@@ -24,13 +22,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.n < 1 or args.n_yes_no < 0:
         raise SystemExit("pathbind demo-data: --n must be >= 1 and --n-yes-no >= 0")
-    staging = args.out / ".staging"
-    written = write_demo_data(staging, n_per_dimension=args.n, n_yes_no=args.n_yes_no, seed=args.seed)
-    by_name = {path.name: path for path in written.values()}
-    for task, filename in TASK_FILES.items():
-        (args.out / task).mkdir(parents=True, exist_ok=True)
-        by_name[filename].replace(args.out / task / "test.parquet")
-        print(f"wrote {args.out / task / 'test.parquet'}")
-    staging.rmdir()
+    written = write_demo_data(args.out, n_per_dimension=args.n, n_yes_no=args.n_yes_no, seed=args.seed,
+                              file_names={"vqa": "pathbind_demo_vqa/test.parquet",
+                                          "yesno": "pathbind_demo_yesno/test.parquet"})
+    for path in written.values():
+        print(f"wrote {path}")
     print(f"use it with: {DATA_ENV}={args.out} lmms_eval --model pathbind_control --tasks pathbind_demo ...")
     return 0

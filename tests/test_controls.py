@@ -1,0 +1,102 @@
+"""The controls as adapters: prompt reading, blind independence from the image, scores and maps."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from pathbind import render_template
+from pathbind_models.controls.blind import BlindControl
+from pathbind_models.controls.positive import PositiveControl
+from pathbind_models.controls.prompt import read_prompt
+from pathbind_models.lmms_model import cut_at_stops, to_images
+from pathbind_tasks.demo.synth import demo_items
+
+
+@pytest.fixture(scope="module")
+def items():
+    mcq, yes_no = demo_items(n_per_dimension=2, n_yes_no=4, seed=11)
+    return mcq, yes_no
+
+
+def mcq_prompt(item: dict, thinking: bool = False) -> str:
+    return render_template("mcq", question=item["question"], thinking=thinking,
+                           choices=list(zip("ABCD", item["options"], strict=True)))
+
+
+def test_read_prompt_recovers_question_and_options_from_the_mcq_template(items):
+    """The controls read back exactly what the template rendered."""
+    item = items[0][0]
+    prompt = read_prompt(mcq_prompt(item, thinking=True))
+    assert prompt.question == item["question"]
+    assert prompt.options == tuple(item["options"])
+    assert prompt.wants_thinking and not prompt.yes_no
+
+
+def test_read_prompt_recognises_yes_no_questions(items):
+    """The yes/no template has no options and asks for Yes or No."""
+    item = items[1][0]
+    prompt = read_prompt(render_template("yesno", question=item["question"], thinking=False))
+    assert prompt.yes_no and prompt.options == () and prompt.question == item["question"]
+
+
+def test_blind_answers_are_identical_with_and_without_the_image(items):
+    """The negative control's answer depends on the text only, and is deterministic."""
+    blind = BlindControl()
+    for item in items[0]:
+        text = mcq_prompt(item)
+        assert blind.generate([item["image"]], text) == blind.generate([], text) == blind.generate([], text)
+
+
+def test_positive_control_answers_from_the_image_and_guesses_without_it(items):
+    """With the image it names the reference letter; without, it falls back to the blind guess."""
+    control, blind = PositiveControl(), BlindControl()
+    for item in items[0]:
+        text = mcq_prompt(item)
+        assert control.generate([item["image"]], text) == f"<answer>{item['answer']}</answer>"
+        assert control.generate([], text) == blind.generate([], text)
+
+
+def test_thinking_prompts_get_the_controls_measurements_as_reasoning(items):
+    """When the prompt asks for <think>, the control writes its findings there."""
+    item = items[0][0]
+    answer = PositiveControl().generate([item["image"]], mcq_prompt(item, thinking=True))
+    assert answer.startswith("<think>") and answer.endswith(f"<answer>{item['answer']}</answer>")
+
+
+def test_option_logprobs_favour_the_answer_read_from_the_image(items):
+    """The control's log-probabilities form a distribution peaked on the reference; the blind one is uniform."""
+    item = items[0][0]
+    scores = PositiveControl().option_logprobs([item["image"]], mcq_prompt(item), list("ABCD"))
+    assert np.isclose(np.exp(scores).sum(), 1.0)
+    assert "ABCD"[int(np.argmax(scores))] == item["answer"]
+    assert np.allclose(BlindControl().option_logprobs([], mcq_prompt(item), list("ABCD")), np.log(0.25))
+
+
+def test_attention_maps_localise_for_the_control_and_are_uniform_for_the_blind(items):
+    """The control's evidence map peaks inside the lesion box of a D4 item; the blind map is flat."""
+    item = next(i for i in items[0] if i["dimension"] == "D4")
+    grid = PositiveControl().evidence_map(item["image"])
+    row, col = np.unravel_index(np.argmax(grid), grid.shape)
+    x, y = (col + 0.5) * item["width"] / grid.shape[1], (row + 0.5) * item["height"] / grid.shape[0]
+    assert any(x0 <= x <= x1 and y0 <= y <= y1 for x0, y0, x1, y1 in item["boxes"])
+    blind = BlindControl().evidence_map(item["image"])
+    assert np.ptp(blind) == 0 and np.isclose(blind.sum(), 1.0)
+
+
+def test_visuals_are_flattened_to_rgb_images_and_bad_ones_are_named(tmp_path):
+    """Nested lists and paths become RGB images; anything else is a TypeError naming the type."""
+    path = tmp_path / "tile.png"
+    Image.new("L", (4, 4)).save(path)
+    images = to_images([[Image.new("RGBA", (2, 2))], str(path)])
+    assert [i.mode for i in images] == ["RGB", "RGB"]
+    assert to_images(None) == []
+    with pytest.raises(TypeError, match="visual of type int is not an image"):
+        to_images([3])
+
+
+def test_generation_stops_at_the_first_stop_sequence():
+    """lmms-eval's `until` truncates the answer; empty stops are ignored."""
+    assert cut_at_stops("<answer>A</answer>\n\nmore", ["\n\n", ""]) == "<answer>A</answer>"
+    assert cut_at_stops("abc", None) == "abc"
