@@ -24,8 +24,9 @@ install: $(DEPS_STAMP)
 	$(PIP) install --quiet --no-deps --no-build-isolation --force-reinstall . ./examples/pathbind-example-plugin
 
 demo: install
-	$(OFFLINE) $(BIN)/lmms_eval --model pathbind_control --tasks pathbind_demo --output_path $(OUT) --log_samples
-	$(OFFLINE) $(BIN)/lmms_eval --model pathbind_blind --tasks pathbind_demo --output_path $(OUT) --log_samples
+	rm -rf $(OUT)
+	$(OFFLINE) $(BIN)/lmms_eval --model pathbind_control --tasks pathbind_demo --output_path $(OUT)/pathbind_control --log_samples
+	$(OFFLINE) $(BIN)/lmms_eval --model pathbind_blind --tasks pathbind_demo --output_path $(OUT)/pathbind_blind --log_samples
 	$(BIN)/pathbind summary $(OUT)
 
 lint: install

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pathbind.catalog import plugin_tasks
 from pathbind.plugins import PluginManager, make_plugin_manager
+from pathbind.table import format_table
 
 
 def cmd_tasks(args: argparse.Namespace, pm: PluginManager) -> int:
@@ -41,7 +42,7 @@ def cmd_doctor(args: argparse.Namespace, pm: PluginManager) -> int:
 
 
 def cmd_summary(args: argparse.Namespace, pm: PluginManager) -> int:
-    from pathbind.summary import find_results, format_table, summary_rows
+    from pathbind.summary import find_results, summary_rows
 
     files = find_results(args.paths)
     if not files:
@@ -82,13 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _print(rows: list[dict], columns: list[str], as_json: bool) -> None:
-    if as_json:
-        print(json.dumps(rows, indent=2))
-        return
-    widths = {c: max([len(c), *(len(str(r[c])) for r in rows)]) for c in columns}
-    print("  ".join(c.upper().ljust(widths[c]) for c in columns).rstrip())
-    for row in rows:
-        print("  ".join(str(row[c]).ljust(widths[c]) for c in columns).rstrip())
+    print(json.dumps(rows, indent=2) if as_json else format_table(rows, columns))
 
 
 if __name__ == "__main__":

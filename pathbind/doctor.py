@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import os
 import platform
+import sys
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 
@@ -113,7 +114,7 @@ def _task_index(pm: PluginManager, entries: list[TaskEntry]) -> list[Check]:
         return [Check("task hook", "FAIL", "lmms-eval changed TaskManager; pass plugin task dirs with --include_path")]
     from lmms_eval.tasks import TaskManager
 
-    print("indexing lmms-eval tasks (about 10 s)...", flush=True)
+    print("pathbind doctor: indexing lmms-eval tasks (about 10 s)...", file=sys.stderr, flush=True)
     index = TaskManager("ERROR").task_index
     checks = []
     for entry in (e for e in entries if e.kind in ("task", "group")):

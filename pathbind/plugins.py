@@ -54,6 +54,7 @@ class PluginManager(pluggy.PluginManager):
         self.add_hookspecs(hookspecs)
         self.failures: dict[str, str] = {}
         self.conflicts: list[str] = []
+        self.trace = bool(os.environ.get(TRACE_ENV))
 
     def load_entrypoints(self, disabled: frozenset[str] = frozenset()) -> None:
         """Register each entry point of the ``pathbind`` group, sorted by name for a stable order."""
@@ -83,6 +84,8 @@ class PluginManager(pluggy.PluginManager):
             except Exception as exc:
                 self._fail(impl.plugin_name, exc, hook_name)
                 continue
+            if self.trace:
+                logger.warning("pathbind trace: %s.%s() -> %r", impl.plugin_name, hook_name, result)
             if result is not None:
                 yield impl.plugin_name, result
 
@@ -136,9 +139,6 @@ def make_plugin_manager(*, autoload: bool = True, plugins: dict[str, object] | N
         pm.register_checked(plugin, name)
     if autoload:
         pm.load_entrypoints(disabled_plugins())
-    if os.environ.get(TRACE_ENV):
-        pm.trace.root.setwriter(lambda message: logger.warning("pathbind trace: %s", message.rstrip()))
-        pm.enable_tracing()
     return pm
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -27,20 +26,3 @@ def summary_rows(result_file: Path) -> list[dict[str, Any]]:
         if values:
             rows.append({"model": model, "task": task, **values})
     return rows
-
-
-def format_table(rows: list[dict[str, Any]]) -> str:
-    columns = ["model", "task", *dict.fromkeys(k for row in rows for k in row if k not in ("model", "task"))]
-    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
-    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))]
-    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
-    return "\n".join(line.rstrip() for line in lines)
-
-
-def _cell(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, float):
-        return "nan" if math.isnan(value) else f"{value:.1f}"
-    return str(value)

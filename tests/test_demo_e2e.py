@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import sys
 
 import pytest
@@ -53,7 +54,10 @@ def test_results_and_sample_logs_carry_every_metric(control):
 
 def test_two_processes_give_exactly_the_one_process_metrics(control, tmp_path):
     """torchrun --nproc_per_node 2 strides docs across ranks; gathered metrics equal the single-process run."""
-    launcher = [str(BIN / "torchrun"), "--nproc_per_node", "2", "--master_port", "29533", "-m", "lmms_eval"]
+    with socket.socket() as probe:  # a free port for the rendezvous
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    launcher = [str(BIN / "torchrun"), "--nproc_per_node", "2", "--master_port", str(port), "-m", "lmms_eval"]
     distributed = lmms_eval(tmp_path, "pathbind_control", "pathbind_demo", launcher=launcher)
     for task in VQA_TASKS:
         for name in METRICS:

@@ -114,3 +114,11 @@ def test_hooks_are_documented():
     for name in specs:
         assert getattr(pathbind.hookspecs, name).__doc__, name
         assert f"`{name}" in readme, f"README does not document hook {name}"
+
+
+def test_tracing_logs_every_hook_call(monkeypatch, caplog):
+    """PATHBIND_TRACE_PLUGINS=1 logs each plugin's hook call with its result."""
+    monkeypatch.setenv("PATHBIND_TRACE_PLUGINS", "1")
+    make_plugin_manager().models()
+    assert any(r.getMessage().startswith("pathbind trace: pathbind_models.pathbind_models() -> [ModelSpec(")
+               for r in caplog.records)

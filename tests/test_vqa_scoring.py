@@ -35,7 +35,14 @@ def test_a_malformed_document_becomes_an_invalid_record_instead_of_an_exception(
     """A doc without options is scored invalid with the error as reason; process_results never raises."""
     record = process_mcq_results({"id": "bad", "answer": "A", "condition": "text"}, ["<answer>A</answer>"])["acc_text"]
     assert not record["valid"] and not record["correct"]
-    assert record["reason"].startswith("KeyError")
+    assert record["reason"] == "missing field 'options'"
+
+
+def test_an_answer_letter_outside_the_options_is_an_invalid_item():
+    """A reference letter 'E' for four options is reported, not scored."""
+    record = process_mcq_results({**MCQ, "answer": "E"}, ["<answer>C</answer>"])["acc_image"]
+    assert not record["valid"]
+    assert record["reason"] == "field 'answer' is 'E', not one of the option letters A, B, C, D"
 
 
 def _records(image: list[bool], text: list[bool]) -> list[dict]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from loguru import logger
@@ -31,24 +32,32 @@ def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] |
 
 def process_mcq_results(doc: dict[str, Any], results: list[str]) -> dict[str, dict[str, Any]]:
     """Score an option-letter answer; an unparseable one is invalid and wrong."""
-    return _score(doc, results, lambda text: parse_choice(text, list(doc["options"])), str(doc["answer"]).upper())
+    return _score(doc, results, _judge_choice)
 
 
 def process_yes_no_results(doc: dict[str, Any], results: list[str]) -> dict[str, dict[str, Any]]:
     """Score a yes/no answer; an unparseable one is invalid and wrong."""
-    return _score(doc, results, parse_yes_no, str(doc["answer"]).strip().lower())
+    return _score(doc, results, lambda d, text: (parse_yes_no(text), str(d["answer"]).strip().lower()))
 
 
-def _score(doc: dict[str, Any], results: list[str], parse: Any, reference: str) -> dict[str, dict[str, Any]]:
+def _judge_choice(doc: dict[str, Any], text: str) -> tuple[str | None, str]:
+    letters = choice_letters(len(doc["options"]))
+    reference = str(doc["answer"]).strip().upper()
+    if reference not in letters:
+        raise ValueError(f"field 'answer' is {doc['answer']!r}, not one of the option letters {', '.join(letters)}")
+    return parse_choice(text, list(doc["options"])), reference
+
+
+def _score(doc: dict[str, Any], results: list[str],
+           judge: Callable[[dict[str, Any], str], tuple[str | None, str]]) -> dict[str, dict[str, Any]]:
     # Total by design: lmms-eval retries a raising process_results, so a bad doc becomes an invalid record.
-    record: dict[str, Any] = {"id": str(doc.get("id")), "condition": doc.get("condition", "image"),
-                              "reference": reference}
+    record: dict[str, Any] = {"id": str(doc.get("id")), "condition": doc.get("condition", "image")}
     try:
-        parsed = parse(results[0] if results else "")
-        record.update(parsed=parsed, valid=parsed is not None, correct=parsed == reference, reason="")
-        if parsed is None:
-            record["reason"] = "unparseable answer"
-    except Exception as exc:
-        logger.warning(f"doc {record['id']}: cannot score ({type(exc).__name__}: {exc})")
-        record.update(parsed=None, valid=False, correct=False, reason=f"{type(exc).__name__}: {exc}")
+        parsed, reference = judge(doc, results[0] if results else "")
+        record.update(reference=reference, parsed=parsed, valid=parsed is not None, correct=parsed == reference,
+                      reason="" if parsed is not None else "unparseable answer")
+    except Exception as exc:  # a malformed document is scored invalid, never fatal
+        reason = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+        logger.warning(f"doc {record['id']}: cannot score ({reason})")
+        record.update(reference=None, parsed=None, valid=False, correct=False, reason=reason)
     return dict.fromkeys(METRICS, record)

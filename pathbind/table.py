@@ -1,0 +1,24 @@
+"""Plain-text tables for the command line."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+
+def format_table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
+    """Left-aligned columns (default: every key, in first-seen order); floats with one decimal."""
+    columns = columns or list(dict.fromkeys(key for row in rows for key in row))
+    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
+    widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
+    lines = ["  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True))]
+    lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return "nan" if math.isnan(value) else f"{value:.1f}"
+    return str(value)

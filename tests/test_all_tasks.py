@@ -1,0 +1,31 @@
+"""Every plugin task loads through lmms-eval and renders its first documents without a model."""
+
+from __future__ import annotations
+
+import pytest
+
+from pathbind import make_plugin_manager
+from pathbind.catalog import plugin_tasks
+
+TASKS = sorted(e.name for e in plugin_tasks(make_plugin_manager()) if e.kind == "task")
+
+
+@pytest.fixture(scope="module")
+def task_manager():
+    from lmms_eval.models import MODEL_REGISTRY_V2  # noqa: F401 - importing runs the model entry points
+    from lmms_eval.tasks import TaskManager
+
+    return TaskManager("ERROR")
+
+
+@pytest.mark.parametrize("name", TASKS)
+def test_task_builds_and_renders_two_documents(task_manager, name):
+    """lmms-eval builds the task from its YAML; two docs give a prompt string and a list of visuals."""
+    task = task_manager.load_task_or_group([name])[name]
+    docs = list(task.test_docs())[:2]
+    assert len(docs) == 2
+    for doc in docs:
+        prompt = task.doc_to_text(doc)
+        assert isinstance(prompt, str) and len(prompt) > 20
+        assert isinstance(task.doc_to_visual(doc), list)
+        assert task.doc_to_target(doc) not in (None, "")
