@@ -54,7 +54,7 @@ class PluginManager(pluggy.PluginManager):
         self.add_hookspecs(hookspecs)
         self.failures: dict[str, str] = {}
         self.conflicts: list[str] = []
-        self.trace = bool(os.environ.get(TRACE_ENV))
+        self.trace_calls = bool(os.environ.get(TRACE_ENV))
 
     def load_entrypoints(self, disabled: frozenset[str] = frozenset()) -> None:
         """Register each entry point of the ``pathbind`` group, sorted by name for a stable order."""
@@ -84,7 +84,7 @@ class PluginManager(pluggy.PluginManager):
             except Exception as exc:
                 self._fail(impl.plugin_name, exc, hook_name)
                 continue
-            if self.trace:
+            if self.trace_calls:
                 logger.warning("pathbind trace: %s.%s() -> %r", impl.plugin_name, hook_name, result)
             if result is not None:
                 yield impl.plugin_name, result
