@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from pathbind.data import apply_data_root
+from pathbind.data import DataLocationError, apply_data_root
 from pathbind.plugins import PluginManager
 
 LOCAL_BUILDERS = frozenset({"csv", "json", "parquet", "text", "pandas", "arrow"})
@@ -25,7 +25,8 @@ class TaskEntry:
     family: str  # the benchmark folder below the plugin's task directory
     yaml_path: Path
     data: DataLocation | None = None
-    error: str = ""
+    error: str = ""  # the YAML cannot be read
+    data_problem: str = ""  # the data location cannot be resolved (e.g. a gated set without PATHBIND_DATA)
 
 
 @dataclass(frozen=True)
@@ -54,13 +55,14 @@ _SimpleLoader.add_constructor("!function", _function_path)
 
 
 def read_task_yaml(path: Path) -> dict[str, Any]:
-    """Load one task YAML, merging ``include:`` files as lmms-eval does (later keys win)."""
+    """Load one task YAML, merging ``include:`` files as lmms-eval does: the file's own keys win,
+    then the includes in the order listed."""
     config = yaml.load(path.read_text(encoding="utf-8"), Loader=_SimpleLoader)
     if not isinstance(config, dict):
         raise ValueError(f"{path}: expected a mapping at top level, got {type(config).__name__}")
     includes = config.pop("include", [])
     merged: dict[str, Any] = {}
-    for include in [includes] if isinstance(includes, str) else includes:
+    for include in reversed([includes] if isinstance(includes, str) else includes):
         merged.update(read_task_yaml(path.parent / include))
     return {**merged, **config}
 
@@ -103,7 +105,7 @@ def _entry(path: Path, plugin: str, family: str) -> TaskEntry:
     if "task" in config:
         try:
             location = data_location(apply_data_root(config), path.parent)
-        except ValueError as exc:
-            return TaskEntry(str(config["task"]), "task", plugin, family, path, error=str(exc))
+        except DataLocationError as exc:
+            return TaskEntry(str(config["task"]), "task", plugin, family, path, data_problem=str(exc))
         return TaskEntry(str(config["task"]), "task", plugin, family, path, location)
     return TaskEntry(path.stem, "include", plugin, family, path)

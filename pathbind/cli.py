@@ -16,7 +16,7 @@ from pathbind.table import format_table
 def cmd_tasks(args: argparse.Namespace, pm: PluginManager) -> int:
     entries = [e for e in plugin_tasks(pm) if args.all or e.kind in ("task", "group")]
     rows = [{"name": e.name, "kind": e.kind, "plugin": e.plugin, "family": e.family,
-             "data": e.data.describe() if e.data else e.error or "-"} for e in entries]
+             "data": e.data.describe() if e.data else e.error or e.data_problem or "-"} for e in entries]
     _print(rows, ["name", "kind", "plugin", "family", "data"], args.json)
     return 0
 

@@ -30,6 +30,7 @@ def run_checks(pm: PluginManager, *, check_data: bool = True) -> list[Check]:
     checks += _task_index(pm, entries)
     if check_data:
         checks += [_data(e) for e in entries if e.data is not None]
+        checks += [Check(f"data {e.name}", "WARN", e.data_problem) for e in entries if e.data_problem]
     return checks
 
 

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pluggy
 
-from pathbind_metrics import vqa
+from pathbind_metrics.aggregations import named_aggregations
 
 # The marker is rebuilt from pluggy so that pathbind_metrics stays free of PathBind imports.
 hookimpl = pluggy.HookimplMarker("pathbind")
@@ -14,4 +14,4 @@ hookimpl = pluggy.HookimplMarker("pathbind")
 
 @hookimpl
 def pathbind_metrics() -> dict[str, Callable[..., object]]:
-    return {"acc_image": vqa.acc_image, "acc_text": vqa.acc_text, "mg": vqa.mg, "invalid_rate": vqa.invalid_rate}
+    return named_aggregations()

@@ -1,13 +1,15 @@
-"""Answer accuracy with and without the image, and the Multimodal Gain between them."""
+"""Answer accuracy with and without the image, the Multimodal Gain between them, and their CIs."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
+BoolArray = Sequence[bool] | np.ndarray
 
-def accuracy(correct: Sequence[bool] | np.ndarray) -> float:
+
+def accuracy(correct: BoolArray) -> float:
     """Percentage of correct answers; NaN for no answers.
 
     Examples
@@ -19,7 +21,7 @@ def accuracy(correct: Sequence[bool] | np.ndarray) -> float:
     return float(100.0 * values.mean()) if values.size else float("nan")
 
 
-def multimodal_gain(correct_image: Sequence[bool] | np.ndarray, correct_text: Sequence[bool] | np.ndarray) -> float:
+def multimodal_gain(correct_image: BoolArray, correct_text: BoolArray) -> float:
     """Multimodal Gain: accuracy with the image minus accuracy without it, in points (best: 100).
 
     Both arrays hold the same items in the same order.
@@ -34,30 +36,27 @@ def multimodal_gain(correct_image: Sequence[bool] | np.ndarray, correct_text: Se
     return accuracy(correct_image) - accuracy(correct_text)
 
 
-# Aggregations over per-document score records, as lmms-eval hands them to a task's metric_list:
-# each record is {"id": str, "condition": str, "correct": bool, "valid": bool}.
+def paired_bootstrap_ci(correct_image: BoolArray, correct_text: BoolArray, *, n_resamples: int = 2000,
+                        seed: int = 0, level: float = 0.95) -> dict[str, tuple[float, float]]:
+    """Percentile bootstrap CIs of ``acc_image``, ``acc_text`` and ``mg``, resampling items (pairs).
 
-def _correct_by_id(records: Iterable[Mapping], condition: str) -> dict[str, bool]:
-    return {r["id"]: bool(r["correct"]) for r in records if r["condition"] == condition}
+    The same resampled items serve all three, so the MG interval reflects the pairing. NaN bounds
+    for no items.
 
-
-def acc_image(records: list[Mapping]) -> float:
-    """Accuracy (%) of the records answered with the image."""
-    return accuracy(list(_correct_by_id(records, "image").values()))
-
-
-def acc_text(records: list[Mapping]) -> float:
-    """Accuracy (%) of the records answered without the image."""
-    return accuracy(list(_correct_by_id(records, "text").values()))
-
-
-def mg(records: list[Mapping]) -> float:
-    """Multimodal Gain (points) over the items answered in both conditions."""
-    image, text = _correct_by_id(records, "image"), _correct_by_id(records, "text")
-    paired = sorted(image.keys() & text.keys())
-    return multimodal_gain([image[i] for i in paired], [text[i] for i in paired])
-
-
-def invalid_rate(records: list[Mapping]) -> float:
-    """Percentage of answers that could not be parsed (scored wrong)."""
-    return accuracy([not r["valid"] for r in records])
+    Examples
+    --------
+    >>> ci = paired_bootstrap_ci([True] * 8 + [False] * 2, [True] * 3 + [False] * 7, seed=1)
+    >>> ci["mg"][0] > 0
+    True
+    """
+    image = np.asarray(correct_image, dtype=float)
+    text = np.asarray(correct_text, dtype=float)
+    if image.shape != text.shape:
+        raise ValueError(f"paired arrays differ in length: {image.size} vs {text.size}")
+    if image.size == 0:
+        return dict.fromkeys(("acc_image", "acc_text", "mg"), (float("nan"), float("nan")))
+    rows = np.random.default_rng(seed).integers(0, image.size, size=(n_resamples, image.size))
+    acc_image, acc_text = 100.0 * image[rows].mean(axis=1), 100.0 * text[rows].mean(axis=1)
+    tails = 100.0 * np.array([(1 - level) / 2, (1 + level) / 2])
+    return {name: tuple(float(v) for v in np.percentile(values, tails))  # type: ignore[misc]
+            for name, values in (("acc_image", acc_image), ("acc_text", acc_text), ("mg", acc_image - acc_text))}

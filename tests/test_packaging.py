@@ -24,7 +24,7 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
 def test_wheel_ships_task_yamls_templates_and_demo_data(wheel):
     """YAMLs, Jinja templates and the demo parquet files are package data."""
     names = set(wheel.namelist())
-    for expected in ("pathbind_tasks/demo/pathbind_demo.yaml", "pathbind_tasks/demo/_vqa.yaml",
+    for expected in ("pathbind_tasks/demo/pathbind_demo.yaml", "pathbind_tasks/common/_vqa.yaml",
                      "pathbind_tasks/templates/mcq.jinja", "pathbind_tasks/templates/yesno.jinja",
                      "pathbind_tasks/demo/data/vqa.parquet", "pathbind_tasks/demo/data/yesno.parquet",
                      "pathbind/bridge.py", "pathbind_models/controls/vision.py", "pathbind_metrics/parsing.py"):

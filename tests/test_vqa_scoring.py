@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from pathbind_metrics import accuracy, multimodal_gain
-from pathbind_metrics.vqa import acc_image, acc_text, invalid_rate, mg
+from pathbind_metrics.aggregations import invalid_rate, mg, named_aggregations
 from pathbind_tasks.common.conditions import with_and_without_image
 from pathbind_tasks.common.vqa import doc_to_text, doc_to_visual, process_mcq_results, process_yes_no_results
 
@@ -54,7 +54,8 @@ def _records(image: list[bool], text: list[bool]) -> list[dict]:
 def test_aggregations_match_hand_computed_values():
     """acc_image 75, acc_text 25, MG 50 for a hand-built set; order of records does not matter."""
     records = _records([True, True, True, False], [False, True, False, False])
-    assert (acc_image(records), acc_text(records), mg(records)) == (75.0, 25.0, 50.0)
+    aggregate = named_aggregations()
+    assert (aggregate["acc_image"](records), aggregate["acc_text"](records), mg(records)) == (75.0, 25.0, 50.0)
     assert mg(list(reversed(records))) == 50.0
 
 

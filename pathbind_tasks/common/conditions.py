@@ -1,19 +1,89 @@
-"""Evaluation conditions: each item asked with its image and again without it."""
+"""Evaluation conditions: each item asked with its image, without it, or with the image ablated.
+
+Conditions: ``image`` (original), ``text`` (no image; same prompt and answer format), ``blank`` (a white
+image of the same size), ``swap_same`` / ``swap_cross`` (the image of another item from the same / a
+different subset, drawn with a fixed seed), ``blur_<sigma>`` (Gaussian blur, sigma 2, 4, 8, 16 pixels).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import datasets
+import numpy as np
+from PIL import Image, ImageFilter
 
-CONDITIONS = ("image", "text")
+from pathbind_metrics.aggregations import ABLATION_CONDITIONS
+
+WITH_AND_WITHOUT_IMAGE = ("image", "text")
+IMAGE_ONLY = ("image",)
+ABLATIONS = ("image", *ABLATION_CONDITIONS)
+SWAP_SEED = 20260101  # fixed: every model, run and process count sees the same replacement images
+
+Converter = Callable[[datasets.Dataset], datasets.Dataset]
 
 
-def with_and_without_image(dataset: datasets.Dataset) -> datasets.Dataset:
-    """Every document twice, tagged ``condition`` "image" then "text"; only the image is withheld."""
-    return datasets.concatenate_datasets(
-        [dataset.add_column("condition", [condition] * len(dataset)) for condition in CONDITIONS]
-    )
+def with_conditions(conditions: Sequence[str], convert: Converter | None = None) -> Converter:
+    """A ``process_docs`` function: ``convert`` the raw rows to the task schema, then repeat every
+    document once per condition (in that order), tagged in a ``condition`` column."""
+    unknown = [c for c in conditions if c not in (*ABLATIONS, "text")]
+    if unknown:
+        raise ValueError(f"unknown condition(s) {unknown}; known: text, {', '.join(ABLATIONS)}")
+
+    def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
+        docs = convert(dataset) if convert else dataset
+        parts = [_condition(docs, condition) for condition in conditions]
+        return datasets.concatenate_datasets(parts)
+
+    return process_docs
 
 
-def image_only(dataset: datasets.Dataset) -> datasets.Dataset:
-    """Every document once, with its image (the quick variant: no Multimodal Gain)."""
-    return dataset.add_column("condition", ["image"] * len(dataset))
+def _condition(docs: datasets.Dataset, condition: str) -> datasets.Dataset:
+    tagged = docs.add_column("condition", [condition] * len(docs))
+    if not condition.startswith("swap_"):
+        return tagged.add_column("image_from", list(docs["id"]))
+    partners = swap_partners(subset_keys(docs), same=condition == "swap_same")
+    # Undecoded, so the swap copies encoded bytes instead of decoding every image.
+    images = docs.cast_column("image", datasets.Image(decode=False)).select(partners)["image"]
+    swapped = tagged.remove_columns("image").add_column("image", images, feature=docs.features["image"])
+    return swapped.add_column("image_from", [docs["id"][p] for p in partners])
+
+
+def subset_keys(docs: datasets.Dataset) -> list[str]:
+    """The subset an item belongs to for swaps: its dimension where the data has one, else its source."""
+    column = "dimension" if "dimension" in docs.column_names else "source"
+    return [str(value) for value in docs[column]] if column in docs.column_names else [""] * len(docs)
+
+
+def swap_partners(keys: Sequence[str], *, same: bool, seed: int = SWAP_SEED) -> list[int]:
+    """For each item, the index of another item with the same (or a different) subset key, never itself.
+
+    Items of a subset with no eligible partner keep their own index: the caller's swap is then no swap,
+    which ``image_from`` makes visible in the sample log.
+    """
+    rng = np.random.default_rng(seed)
+    keys_array = np.asarray(keys)
+    partners = []
+    for index, key in enumerate(keys_array):
+        eligible = np.flatnonzero((keys_array == key) == same)
+        eligible = eligible[eligible != index]
+        partners.append(int(rng.choice(eligible)) if eligible.size else index)
+    return partners
+
+
+def visual_for(doc: dict, image: Image.Image) -> list[Image.Image]:
+    """The image the model sees under the document's condition (swaps were applied in process_docs)."""
+    condition = doc.get("condition", "image")
+    if condition == "text":
+        return []
+    if condition == "blank":
+        return [Image.new("RGB", image.size, (255, 255, 255))]
+    if condition.startswith("blur_"):
+        return [image.filter(ImageFilter.GaussianBlur(radius=float(condition.removeprefix("blur_"))))]
+    return [image]
+
+
+# Ready-made process_docs for data already in the task schema (as the demo and PATHBIND_DATA copies are).
+with_and_without_image = with_conditions(WITH_AND_WITHOUT_IMAGE)
+image_only = with_conditions(IMAGE_ONLY)
+ablations = with_conditions(ABLATIONS)

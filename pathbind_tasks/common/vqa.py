@@ -10,15 +10,15 @@ from PIL import Image
 
 from pathbind import render_template
 from pathbind_metrics import choice_letters, parse_choice, parse_yes_no
-
-METRICS = ("acc_image", "acc_text", "mg", "invalid_rate")
+from pathbind_metrics.aggregations import ABLATION_METRICS, BASE_METRICS
+from pathbind_tasks.common.conditions import visual_for
 
 
 def doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
-    """The item's image, or nothing in the text-only condition."""
+    """The item's image as its condition presents it (none in the text-only condition)."""
     if doc.get("condition") == "text":
         return []
-    return [doc["image"].convert("RGB")]
+    return visual_for(doc, doc["image"].convert("RGB"))
 
 
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
@@ -30,16 +30,6 @@ def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] |
     return render_template(kwargs.get("template", "mcq"), **variables)
 
 
-def process_mcq_results(doc: dict[str, Any], results: list[str]) -> dict[str, dict[str, Any]]:
-    """Score an option-letter answer; an unparseable one is invalid and wrong."""
-    return _score(doc, results, _judge_choice)
-
-
-def process_yes_no_results(doc: dict[str, Any], results: list[str]) -> dict[str, dict[str, Any]]:
-    """Score a yes/no answer; an unparseable one is invalid and wrong."""
-    return _score(doc, results, lambda d, text: (parse_yes_no(text), str(d["answer"]).strip().lower()))
-
-
 def _judge_choice(doc: dict[str, Any], text: str) -> tuple[str | None, str]:
     letters = choice_letters(len(doc["options"]))
     reference = str(doc["answer"]).strip().upper()
@@ -48,16 +38,40 @@ def _judge_choice(doc: dict[str, Any], text: str) -> tuple[str | None, str]:
     return parse_choice(text, list(doc["options"])), reference
 
 
-def _score(doc: dict[str, Any], results: list[str],
-           judge: Callable[[dict[str, Any], str], tuple[str | None, str]]) -> dict[str, dict[str, Any]]:
-    # Total by design: lmms-eval retries a raising process_results, so a bad doc becomes an invalid record.
-    record: dict[str, Any] = {"id": str(doc.get("id")), "condition": doc.get("condition", "image")}
-    try:
-        parsed, reference = judge(doc, results[0] if results else "")
-        record.update(reference=reference, parsed=parsed, valid=parsed is not None, correct=parsed == reference,
-                      reason="" if parsed is not None else "unparseable answer")
-    except Exception as exc:  # a malformed document is scored invalid, never fatal
-        reason = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
-        logger.warning(f"doc {record['id']}: cannot score ({reason})")
-        record.update(reference=None, parsed=None, valid=False, correct=False, reason=reason)
-    return dict.fromkeys(METRICS, record)
+def _judge_yes_no(doc: dict[str, Any], text: str) -> tuple[str | None, str]:
+    reference = str(doc["answer"]).strip().lower()
+    if reference not in ("yes", "no"):
+        raise ValueError(f"field 'answer' is {doc['answer']!r}, not yes or no")
+    return parse_yes_no(text), reference
+
+
+Judge = Callable[[dict[str, Any], str], tuple[str | None, str]]
+
+
+def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], list[str]], dict[str, Any]]:
+    """A ``process_results`` that scores one answer into a record emitted under each of ``metrics``.
+
+    Total by design: lmms-eval retries a raising process_results, so an unparseable answer or a
+    malformed document becomes an invalid record (wrong, with a reason), never an exception.
+    """
+
+    def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
+        record: dict[str, Any] = {"id": str(doc.get("id")), "condition": doc.get("condition", "image"),
+                                  "dimension": doc.get("dimension"), "image_from": doc.get("image_from")}
+        try:
+            parsed, reference = judge(doc, results[0] if results else "")
+            record.update(reference=reference, parsed=parsed, valid=parsed is not None, correct=parsed == reference,
+                          reason="" if parsed is not None else "unparseable answer")
+        except Exception as exc:  # a malformed document is scored invalid, never fatal
+            reason = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+            logger.warning(f"doc {record['id']}: cannot score ({reason})")
+            record.update(reference=None, parsed=None, valid=False, correct=False, reason=reason)
+        return dict.fromkeys(metrics, record)
+
+    return process_results
+
+
+process_mcq_results = scorer(_judge_choice, BASE_METRICS)
+process_yes_no_results = scorer(_judge_yes_no, BASE_METRICS)
+process_mcq_ablation_results = scorer(_judge_choice, ABLATION_METRICS)
+process_yes_no_ablation_results = scorer(_judge_yes_no, ABLATION_METRICS)

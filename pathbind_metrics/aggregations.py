@@ -1,0 +1,86 @@
+"""Aggregations over per-document score records, as lmms-eval hands them to a task's metric_list.
+
+A record is ``{"id": str, "condition": str, "correct": bool, "valid": bool, "dimension": str | None}``;
+the list holds every document of every rank, in no particular order, so items are paired by id.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
+
+from pathbind_metrics.vqa import accuracy, multimodal_gain, paired_bootstrap_ci
+
+Records = list[Mapping]
+ABLATION_CONDITIONS = ("blank", "swap_same", "swap_cross", "blur_2", "blur_4", "blur_8", "blur_16")
+BASE_METRICS = ("acc_image", "acc_text", "mg", "invalid_rate", "by_dimension", "ci95")
+ABLATION_METRICS = ("acc_image", "invalid_rate",
+                    *(f"{kind}_{condition}" for condition in ABLATION_CONDITIONS for kind in ("acc", "drop")))
+
+
+def _correct_by_id(records: Iterable[Mapping], condition: str, dimension: str | None = None) -> dict[str, bool]:
+    return {r["id"]: bool(r["correct"]) for r in records
+            if r["condition"] == condition and (dimension is None or r.get("dimension") == dimension)}
+
+
+def _paired(records: Records, dimension: str | None = None) -> tuple[list[bool], list[bool]]:
+    image, text = _correct_by_id(records, "image", dimension), _correct_by_id(records, "text", dimension)
+    ids = sorted(image.keys() & text.keys())
+    return [image[i] for i in ids], [text[i] for i in ids]
+
+
+def condition_accuracy(records: Records, condition: str = "image") -> float:
+    """Accuracy (%) of the records answered under ``condition``."""
+    return accuracy(list(_correct_by_id(records, condition).values()))
+
+
+def accuracy_drop(records: Records, condition: str) -> float:
+    """Points lost from the original image to ``condition``, over items answered under both."""
+    image, other = _correct_by_id(records, "image"), _correct_by_id(records, condition)
+    ids = sorted(image.keys() & other.keys())
+    return multimodal_gain([image[i] for i in ids], [other[i] for i in ids])
+
+
+def mg(records: Records) -> float:
+    """Multimodal Gain (points) over the items answered in both the image and text conditions."""
+    return multimodal_gain(*_paired(records)) if _correct_by_id(records, "text") else math.nan
+
+
+def invalid_rate(records: Records) -> float:
+    """Percentage of answers that could not be parsed or scored (counted wrong)."""
+    return accuracy([not r["valid"] for r in records])
+
+
+def by_dimension(records: Records) -> dict[str, dict[str, float]]:
+    """Per diagnostic dimension: acc_image, acc_text, mg and the item count (empty without dimensions)."""
+    dimensions = sorted({str(r["dimension"]) for r in records if r.get("dimension")})
+    table = {}
+    for dimension in dimensions:
+        image = _correct_by_id(records, "image", dimension)
+        text = _correct_by_id(records, "text", dimension)
+        table[dimension] = {"acc_image": accuracy(list(image.values())), "acc_text": accuracy(list(text.values())),
+                            "mg": multimodal_gain(*_paired(records, dimension)) if text else math.nan,
+                            "n": len(image)}
+    return table
+
+
+def ci95(records: Records) -> dict[str, list[float]]:
+    """95% paired-bootstrap CIs (2,000 resamples, seed 0) of acc_image, acc_text and mg."""
+    if not _correct_by_id(records, "text"):
+        image = list(_correct_by_id(records, "image").values())
+        return {"acc_image": list(paired_bootstrap_ci(image, image)["acc_image"])}
+    return {name: list(bounds) for name, bounds in paired_bootstrap_ci(*_paired(records)).items()}
+
+
+def named_aggregations() -> dict[str, Callable[[Records], object]]:
+    """Every aggregation by the metric name task YAMLs use, including acc_/drop_ per ablation condition."""
+    functions: dict[str, Callable[[Records], object]] = {
+        "acc_image": partial(condition_accuracy, condition="image"),
+        "acc_text": partial(condition_accuracy, condition="text"),
+        "mg": mg, "invalid_rate": invalid_rate, "by_dimension": by_dimension, "ci95": ci95,
+    }
+    for condition in ABLATION_CONDITIONS:
+        functions[f"acc_{condition}"] = partial(condition_accuracy, condition=condition)
+        functions[f"drop_{condition}"] = partial(accuracy_drop, condition=condition)
+    return functions

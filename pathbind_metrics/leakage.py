@@ -1,0 +1,126 @@
+"""Train/test leakage: case and site overlap, each test slide's leak partition, and metrics split by it."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Container, Iterable, Sequence
+
+import numpy as np
+
+from pathbind_metrics.tcga import parse_barcode
+
+PATIENT, SITE, CLEAN = "patient-leaked", "site-leaked", "clean"
+PARTITIONS = (PATIENT, SITE, CLEAN)
+_MAX_DRAWS = 1 << 22  # resample indices drawn per block: bounds bootstrap memory (32 MiB) for any n
+
+
+def cases_and_sites(ids: Iterable[str]) -> tuple[set[str], set[str]]:
+    """Distinct TCGA cases and tissue source sites of ``ids``; ids without a barcode add nothing.
+
+    Examples
+    --------
+    >>> cases, sites = cases_and_sites(["TCGA-BH-A0BS-01Z-00-DX1", "TCGA-BH-A0BS-01Z-00-DX2", "TCGA-A2-A0CM", "x"])
+    >>> sorted(cases), sorted(sites)
+    (['TCGA-A2-A0CM', 'TCGA-BH-A0BS'], ['A2', 'BH'])
+    """
+    cases: set[str] = set()
+    sites: set[str] = set()
+    for text in ids:
+        barcode = parse_barcode(text)
+        if barcode is not None:
+            cases.add(barcode.case)
+            sites.add(barcode.tss)
+    return cases, sites
+
+
+def overlap(train_cases: Container[str], train_tss: Container[str], test_cases: Collection[str],
+            test_tss: Collection[str]) -> dict[str, float]:
+    """Case- and site-level overlap: ``rho_case = |C_test ∩ C_train| / |C_test|``, ``rho_tss`` likewise.
+
+    Best (a zero-shot test set) is 0 for both; ``rho_case = 1`` means every test patient was trained on.
+    NaN when the test set has no TCGA case.
+
+    Examples
+    --------
+    >>> shared = overlap({"TCGA-BH-A0BS"}, {"BH"}, {"TCGA-BH-A0BS", "TCGA-BH-A0C0", "TCGA-A2-A0CM"}, {"BH", "A2"})
+    >>> round(shared["rho_case"], 3), shared["rho_tss"], shared["n_test_cases"]
+    (0.333, 0.5, 3)
+    """
+    shared_cases = sum(1 for case in test_cases if case in train_cases)
+    shared_tss = sum(1 for tss in test_tss if tss in train_tss)
+    return {"rho_case": shared_cases / len(test_cases) if test_cases else float("nan"),
+            "rho_tss": shared_tss / len(test_tss) if test_tss else float("nan"),
+            "n_test_cases": len(test_cases), "n_test_tss": len(test_tss),
+            "n_shared_cases": shared_cases, "n_shared_tss": shared_tss}
+
+
+def leak_partition(case: str, tss: str, train_cases: Container[str], train_tss: Container[str]) -> str:
+    """``patient-leaked`` if the case was trained on, else ``site-leaked`` if its TSS was, else ``clean``.
+
+    Examples
+    --------
+    >>> leak_partition("TCGA-BH-A0C0", "BH", {"TCGA-BH-A0BS"}, {"BH"})
+    'site-leaked'
+    """
+    if case in train_cases:
+        return PATIENT
+    return SITE if tss in train_tss else CLEAN
+
+
+def stratified_metric(values: Sequence[float] | np.ndarray, partitions: Sequence[str], *, n_resamples: int = 2000,
+                      seed: int = 0, level: float = 0.95, leaked: str = PATIENT,
+                      clean: str = CLEAN) -> dict[str, dict[str, float]]:
+    """Mean of a per-item metric in each leak partition, and the gap ``leaked - clean``, with bootstrap CIs.
+
+    Percentile bootstrap, resampling items within each partition independently (a resample keeps each
+    partition's size). Items whose partition is not one of :data:`PARTITIONS` (ids of unknown provenance,
+    malformed barcodes) and NaN values are left out and counted as ``n_excluded``. An empty partition has a
+    NaN mean and CI. A positive gap means the model does better on what it was trained on (best: 0).
+
+    Returns
+    -------
+    dict
+        ``{partition: {"n", "mean", "ci_low", "ci_high"}}`` for each of :data:`PARTITIONS`, plus
+        ``"gap": {"mean", "ci_low", "ci_high"}`` and ``"excluded": {"n"}``.
+
+    Examples
+    --------
+    >>> table = stratified_metric([1, 1, 0, 1, 0, 0], ["patient-leaked"] * 3 + ["clean"] * 3, seed=0)
+    >>> round(table["gap"]["mean"], 3), table["clean"]["n"], table["site-leaked"]["n"]
+    (0.333, 3, 0)
+    """
+    array = np.asarray(values, dtype=float)
+    labels = np.asarray(partitions, dtype=object)
+    if array.shape != labels.shape:
+        raise ValueError(f"values and partitions differ in length: {array.size} vs {labels.size}")
+    rng = np.random.default_rng(seed)
+    usable = ~np.isnan(array)
+    table: dict[str, dict[str, float]] = {}
+    resampled: dict[str, np.ndarray] = {}
+    for name in PARTITIONS:  # fixed order: the random stream, hence every CI, depends on the seed only
+        stratum = array[usable & (labels == name)]
+        resampled[name] = _bootstrap_means(stratum, n_resamples, rng)
+        mean = float(stratum.mean()) if stratum.size else float("nan")
+        table[name] = {"n": int(stratum.size), "mean": mean, **_interval(resampled[name], level)}
+    gap = table[leaked]["mean"] - table[clean]["mean"]
+    table["gap"] = {"mean": gap, **_interval(resampled[leaked] - resampled[clean], level)}
+    table["excluded"] = {"n": int(array.size - sum(table[name]["n"] for name in PARTITIONS))}
+    return table
+
+
+def _bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
+    if values.size == 0:
+        return np.full(n_resamples, np.nan)
+    means = np.empty(n_resamples)
+    block = max(1, _MAX_DRAWS // values.size)
+    for start in range(0, n_resamples, block):
+        stop = min(start + block, n_resamples)
+        means[start:stop] = values[rng.integers(0, values.size, size=(stop - start, values.size))].mean(axis=1)
+    return means
+
+
+def _interval(estimates: np.ndarray, level: float) -> dict[str, float]:
+    if np.isnan(estimates).any():
+        return {"ci_low": float("nan"), "ci_high": float("nan")}
+    tail = 100 * (1 - level) / 2
+    low, high = np.percentile(estimates, [tail, 100 - tail])
+    return {"ci_low": float(low), "ci_high": float(high)}

@@ -1,0 +1,77 @@
+"""TCGA barcodes inside slide ids, paths and file names: case = first three fields, TSS = the second."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+IdKind = Literal["tcga", "malformed", "unknown"]
+
+# A barcode starts and its participant field ends at a non-alphanumeric boundary, so
+# ".../TCGA-BH-A0BS-01Z-00-DX1.<uuid>.svs" and "tcga-bh-a0bs_x20.png" hold case TCGA-BH-A0BS,
+# while "TCGA-BH-A0BSX" (a five-character participant) holds none.
+_BARCODE = re.compile(r"(?<![A-Z0-9])TCGA-([A-Z0-9]{2})-([A-Z0-9]{4})(?:-[A-Z0-9]+)*(?![A-Z0-9])", re.I)
+# What "starts like TCGA" and is read as a barcode attempt when the pattern above finds none.
+_ATTEMPT = re.compile(r"(?<![A-Z0-9])TCGA-[^\s/\\.,;:'\"]*", re.I)
+_FIELD = re.compile(r"[A-Z0-9]+", re.I)
+
+
+@dataclass(frozen=True, slots=True)
+class Barcode:
+    """The TCGA identity of one slide id."""
+
+    case: str  # upper-case "TCGA-BH-A0BS"
+    tss: str  # upper-case tissue source site, "BH"
+    raw: str  # the barcode as written in the id, e.g. "tcga-bh-a0bs-01Z-00-DX1"
+
+
+def parse_barcode(text: str) -> Barcode | None:
+    """The TCGA barcode inside ``text`` (any case), or None when it holds none or several different cases.
+
+    Examples
+    --------
+    >>> parse_barcode("/data/brca/TCGA-BH-A0BS-01Z-00-DX1.2F0D1F6B-7A31-4C55.svs")
+    Barcode(case='TCGA-BH-A0BS', tss='BH', raw='TCGA-BH-A0BS-01Z-00-DX1')
+    >>> parse_barcode("tcga-bh-a0bs").case
+    'TCGA-BH-A0BS'
+    >>> parse_barcode("TCGA-BH") is None
+    True
+    """
+    return classify(text)[1]
+
+
+def classify(text: str) -> tuple[IdKind, Barcode | None, str]:
+    """Sort an id into ``("tcga", barcode, "")``, ``("malformed", None, reason)`` or ``("unknown", None, "")``.
+
+    Malformed ids start like a TCGA barcode (``TCGA-``) but their fields do not parse: the TSS must be
+    2 letters/digits and the participant 4. Unknown ids carry no TCGA barcode at all.
+
+    Examples
+    --------
+    >>> classify("TCGA-B!-A0BS-01Z")
+    ('malformed', None, "TSS 'B!' in 'TCGA-B!-A0BS-01Z' is not 2 letters/digits")
+    >>> classify("CPTAC-C3L-00001")
+    ('unknown', None, '')
+    """
+    barcodes = [Barcode(f"TCGA-{m[1]}-{m[2]}".upper(), m[1].upper(), m[0]) for m in _BARCODE.finditer(text)]
+    cases = sorted({b.case for b in barcodes})
+    if len(cases) == 1:
+        return "tcga", barcodes[-1], ""  # the last is the file name's in a path
+    if cases:  # a path naming two patients is ambiguous
+        return "malformed", None, f"holds several TCGA cases ({', '.join(cases)})"
+    attempt = _ATTEMPT.search(text)
+    if attempt is None:
+        return "unknown", None, ""
+    return "malformed", None, _why_not(attempt[0])
+
+
+def _why_not(token: str) -> str:
+    fields = token.split("-")
+    tss = fields[1] if len(fields) > 1 else ""
+    participant = fields[2] if len(fields) > 2 else ""
+    if len(tss) != 2 or not _FIELD.fullmatch(tss):
+        return f"TSS {tss!r} in {token!r} is not 2 letters/digits"
+    if not participant:
+        return f"{token!r} has no participant field (expected TCGA-<TSS>-<participant>)"
+    return f"participant {participant!r} in {token!r} is not 4 letters/digits"

@@ -1,0 +1,136 @@
+"""Read lmms-eval ``--log_samples`` files: per item, whether one model answered it correctly in one condition."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pathbind_tasks.curation.errors import CurationInputError
+
+LOG_PATTERN = "*_samples_*.jsonl"  # lmms-eval writes <output_path>/<model>/<date>_samples_<task>.jsonl
+
+
+@dataclass
+class ModelAnswers:
+    """One model's answers in one condition, merged over its log files."""
+
+    name: str
+    condition: str
+    files: list[Path] = field(default_factory=list)
+    correct: dict[str, bool] = field(default_factory=dict)  # item id -> correct (an invalid answer is wrong)
+    sources: dict[str, str] = field(default_factory=dict)  # item id -> source benchmark
+    invalid: int = 0  # answers in the condition that could not be parsed
+    other_conditions: Counter[str] = field(default_factory=Counter)  # records skipped, by condition
+
+
+def parse_model_argument(text: str) -> tuple[str, Path]:
+    """``NAME=PATH`` or ``PATH``; without a name, the log's folder names the model (lmms-eval's layout)."""
+    name, sep, rest = text.partition("=")
+    if sep and name and "/" not in name:
+        if not rest:
+            raise CurationInputError(f"{text!r}: no path after '='; write NAME=PATH")
+        return name, Path(rest)
+    path = Path(text)
+    return (path if path.is_dir() else path.parent).resolve().name, path
+
+
+def log_files(path: Path) -> list[Path]:
+    """The sample logs a path names: the file itself, or every ``*_samples_*.jsonl`` below a folder."""
+    if path.is_file():
+        return [path]
+    if not path.exists():
+        raise CurationInputError(f"{path}: no such file or folder; pass an lmms-eval --log_samples .jsonl file")
+    found = sorted(path.rglob(LOG_PATTERN))
+    if not found:
+        raise CurationInputError(f"{path}: no sample logs ({LOG_PATTERN}) below this folder; "
+                                 "run lmms_eval with --log_samples")
+    return found
+
+
+def read_model_answers(name: str, paths: list[Path], *, condition: str = "text") -> ModelAnswers:
+    """Merge a model's logs; an item answered twice, a line without a score record or a file with no
+    answer in ``condition`` is an error naming the file and line."""
+    answers = ModelAnswers(name=name, condition=condition)
+    seen_at: dict[str, str] = {}  # item id -> "file:line", to name both places of a duplicate
+    for path in paths:
+        for file in log_files(path):
+            _read_file(file, answers, seen_at)
+    return answers
+
+
+def _read_file(file: Path, answers: ModelAnswers, seen_at: dict[str, str]) -> None:
+    before = len(answers.correct)
+    skipped: Counter[str] = Counter()
+    try:
+        lines = file.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CurationInputError(f"{file}: cannot read ({exc})") from exc
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{file}:{number}"
+        try:
+            sample = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CurationInputError(f"{where}: not valid JSON ({exc.msg}); pass the {LOG_PATTERN} files "
+                                     "lmms-eval writes with --log_samples") from exc
+        record = _score_record(sample)
+        if record is None:
+            raise CurationInputError(f"{where}: no PathBind score record (a metric value with 'id', 'condition' "
+                                     "and 'correct'); pass sample logs of PathBind tasks")
+        if record["condition"] != answers.condition:
+            skipped[str(record["condition"])] += 1
+            continue
+        _add(answers, record, sample, file, where, seen_at)
+    answers.other_conditions.update(skipped)
+    answers.files.append(file)
+    if len(answers.correct) == before:
+        found = ", ".join(f"{n} '{c}'" for c, n in sorted(skipped.items())) or "no records"
+        raise CurationInputError(f"{file}: no '{answers.condition}'-condition answers (found {found}); evaluate a "
+                                 "task that asks its items without the image (PathBind VQA tasks ask each item "
+                                 "with and without it) or choose the condition with --condition")
+
+
+def _add(answers: ModelAnswers, record: dict[str, Any], sample: dict[str, Any], file: Path, where: str,
+         seen_at: dict[str, str]) -> None:
+    item = record["id"]
+    if item is None or str(item) in ("", "None"):
+        raise CurationInputError(f"{where}: field 'id' of the score record is {item!r}; give the task's documents "
+                                 "an 'id' column")
+    item = str(item)
+    if item in answers.correct:
+        raise CurationInputError(f"{where}: item {item!r} is answered twice by model '{answers.name}' (also at "
+                                 f"{seen_at[item]}); if these logs come from different models name them "
+                                 "NAME=PATH, otherwise pass each task's log once")
+    if not isinstance(record["correct"], bool):
+        raise CurationInputError(f"{where}: field 'correct' is {record['correct']!r}, not true/false; "
+                                 "re-score the log with a PathBind task")
+    answers.correct[item] = record["correct"]
+    if record.get("valid") is False:
+        answers.invalid += 1
+    answers.sources[item] = _source(record, sample, file)
+    seen_at[item] = where
+
+
+def _score_record(sample: Any) -> dict[str, Any] | None:
+    # Every PathBind metric key (acc_image, acc_text, ...) holds the same per-item record; take the first.
+    if not isinstance(sample, dict):
+        return None
+    for value in sample.values():
+        if isinstance(value, dict) and {"id", "condition", "correct"} <= value.keys():
+            return value
+    return None
+
+
+def _source(record: dict[str, Any], sample: dict[str, Any], file: Path) -> str:
+    # lmms-eval 0.7.3 drops "doc" from the log, so the task name (one task per source benchmark) is the
+    # usual answer; a "source" in the record or a logged doc wins when present.
+    doc = sample.get("doc")
+    for value in (record.get("source"), doc.get("source") if isinstance(doc, dict) else None):
+        if value not in (None, ""):
+            return str(value)
+    _, sep, task = file.name.removesuffix(".jsonl").partition("_samples_")
+    return task if sep and task else "unknown"

@@ -1,0 +1,70 @@
+"""Markdown tables in the PathBind paper's forms: filtering (Tables B.5, B.6) and reviewer agreement (Table B.8)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pathbind_tasks.curation.text_filter import AVERAGE
+
+STAGE_TITLES = {"stage1": "Stage 1", "stage2": "Stage 2 (items left after stage 1)"}
+
+
+def filter_markdown(report: dict[str, Any]) -> str:
+    """The filter report: item flow, per-model accuracy (Table B.5) and the correct-count distribution (B.6)."""
+    counts, stages = report["counts"], report["stages"]
+    lines = ["# Text-only consensus filter", "",
+             f"Condition `{report['condition']}`. Items: **{counts['items']:,} → {counts['after_stage1']:,} → "
+             f"{counts['kept']:,}** (all → after stage 1 → kept).", ""]
+    for name, dropped in (("stage1", counts["dropped_stage1"]), ("stage2", counts["dropped_stage2"])):
+        models = stages[name]["models"]
+        lines.append(f"- {name.replace('stage', 'Stage ')} ({', '.join(models)}): dropped {dropped:,} items that "
+                     f"≥ {stages[name]['drop_if_correct_by_at_least']} of {len(models)} models answer correctly.")
+    excluded = counts["excluded_stage1"] + counts["excluded_stage2"]
+    lines.append(f"- Excluded for missing answers: {excluded:,}" +
+                 (" (ids and reasons in `filter_report.json` and `item_decisions.csv`)." if excluded else "."))
+    if report["ignored"]["count"]:
+        lines.append(f"- Ignored: {report['ignored']['count']:,} items answered in a stage-2 log but held by no "
+                     "stage-1 log.")
+    sources = list(report["counts_by_source"])
+    lines += ["", "## Text-only accuracy (%) (Table B.5 form)", "", _header("Model", sources)]
+    for stage, table in report["accuracy"].items():
+        lines.append(_section(STAGE_TITLES[stage], sources))
+        lines += [_line(model, [row.get(s) for s in sources] + [row[AVERAGE]]) for model, row in table.items()]
+    lines += ["", "## Items by number of models answering correctly (% of each source's items) (Table B.6 form)", "",
+              _header("Models correct", sources)]
+    for stage, table in report["distribution"].items():
+        lines.append(_section(STAGE_TITLES[stage], sources))
+        columns = [table["by_source"].get(s) for s in sources]
+        for j in range(table["n_models"] + 1):
+            cells = [column["percent"][j] if column else None for column in columns]
+            lines.append(_line(f"{j}/{table['n_models']} correct", [*cells, table[AVERAGE][j]]))
+        lines.append(_line("Items", [column["items"] if column else 0 for column in columns] + [None]))
+    lines += ["", f"{AVERAGE} is the unweighted mean over sources, as in the paper; a source with no items at a "
+              "stage shows '-'. Accuracy is over the items each stage judged.", ""]
+    return "\n".join(lines)
+
+
+def agreement_markdown(row: dict[str, Any]) -> str:
+    """One Table B.8 row with its header, and what R1 and R2 are."""
+    kappa = "n/a" if row["kappa"] is None else f"{row['kappa']:.3f}"
+    lines = ["| Component | Reviewed | Both retain | Both exclude | R1 retain/R2 exclude | R1 exclude/R2 retain "
+             "| Agreement (%) | Cohen's κ |", "|---|" + "---:|" * 7,
+             f"| {row['component']} | {row['reviewed']:,} | {row['both_retain']:,} | {row['both_exclude']:,} "
+             f"| {row['r1_retain_r2_exclude']:,} | {row['r1_exclude_r2_retain']:,} "
+             f"| {row['agreement_percent']:.2f} | {kappa} |", "", f"R1: {row['r1']}; R2: {row['r2']}."]
+    if row["kappa_note"]:
+        lines.append(f"Cohen's κ: {row['kappa_note']}.")
+    return "\n".join(lines) + "\n"
+
+
+def _header(first: str, sources: list[str]) -> str:
+    return f"| {first} | {' | '.join(sources)} | {AVERAGE} |\n|---|" + "---:|" * (len(sources) + 1)
+
+
+def _section(title: str, sources: list[str]) -> str:
+    return f"| **{title}** |" + " |" * (len(sources) + 1)
+
+
+def _line(label: str, values: list[float | int | None]) -> str:
+    cells = ["-" if v is None else f"{v:,}" if isinstance(v, int) else f"{v:.1f}" for v in values]
+    return f"| {label} | {' | '.join(cells)} |"

@@ -1,0 +1,64 @@
+"""Evaluation conditions: text-only, blank, seeded swaps within / across subsets, blur."""
+
+from __future__ import annotations
+
+import datasets
+import numpy as np
+import pytest
+from PIL import Image
+
+from pathbind_tasks.common.conditions import ABLATIONS, swap_partners, visual_for, with_conditions
+
+
+def tiles(n_per_key: int = 3, keys: tuple[str, ...] = ("D1", "D2")) -> datasets.Dataset:
+    rows = [{"id": f"{key}-{i}", "dimension": key, "image": Image.new("RGB", (8, 8), (10 * n, 0, 0))}
+            for n, (key, i) in enumerate((k, i) for k in keys for i in range(n_per_key))]
+    return datasets.Dataset.from_list(rows, features=datasets.Features(
+        {"id": datasets.Value("string"), "dimension": datasets.Value("string"), "image": datasets.Image()}))
+
+
+def test_swap_partners_respect_subsets_and_never_pick_the_item_itself():
+    """swap_same stays within the key, swap_cross leaves it; neither returns the item's own index."""
+    keys = ["a"] * 5 + ["b"] * 5
+    same, cross = swap_partners(keys, same=True), swap_partners(keys, same=False)
+    assert all(keys[p] == keys[i] and p != i for i, p in enumerate(same))
+    assert all(keys[p] != keys[i] for i, p in enumerate(cross))
+
+
+def test_swap_partners_are_fixed_by_the_seed():
+    """Identical for every call (every model, run and rank); another seed draws others."""
+    keys = ["a"] * 20 + ["b"] * 20
+    assert swap_partners(keys, same=True) == swap_partners(keys, same=True)
+    assert swap_partners(keys, same=True) != swap_partners(keys, same=True, seed=1)
+
+
+def test_a_subset_without_partners_keeps_its_own_image():
+    """A single-item subset has nobody to swap with within it; image_from shows that."""
+    assert swap_partners(["a", "b", "b"], same=True) == [0, 2, 1]
+
+
+def test_ablation_docs_carry_the_swapped_image_and_its_origin():
+    """The swap_cross copy of an item shows the pixels of the item named in image_from."""
+    docs = with_conditions(ABLATIONS)(tiles())
+    assert len(docs) == len(ABLATIONS) * 6
+    by_id = {d["id"]: d["image"].getpixel((0, 0)) for d in docs if d["condition"] == "image"}
+    for doc in (d for d in docs if d["condition"] in ("swap_same", "swap_cross")):
+        assert doc["image"].getpixel((0, 0)) == by_id[doc["image_from"]]
+        assert (doc["image_from"][:2] == doc["dimension"]) == (doc["condition"] == "swap_same")
+
+
+def test_blank_and_blur_are_applied_when_the_model_asks_for_the_visual():
+    """blank is white at the original size; blur_8 smooths an edge; text has no visual."""
+    image = Image.new("RGB", (40, 20), (0, 0, 0))
+    image.paste((255, 255, 255), (20, 0, 40, 20))
+    assert visual_for({"condition": "text"}, image) == []
+    blank = visual_for({"condition": "blank"}, image)[0]
+    assert blank.size == (40, 20) and np.asarray(blank).min() == 255
+    blurred = np.asarray(visual_for({"condition": "blur_8"}, image)[0])[10, :, 0]
+    assert 0 < blurred[19] < 255 and blurred[0] < blurred[19] < blurred[39]
+
+
+def test_unknown_conditions_are_rejected_with_the_known_ones():
+    """A typo in a condition list fails when the task is defined, listing valid names."""
+    with pytest.raises(ValueError, match="unknown condition"):
+        with_conditions(("image", "blurr_4"))
