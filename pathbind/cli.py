@@ -50,9 +50,14 @@ def cmd_summary(args: argparse.Namespace, pm: PluginManager) -> int:
               "(lmms-eval exits 0 even when a run fails: check its log)", file=sys.stderr)
         return 1
     rows = [row for file in files for row in summary_rows(file)]
-    print(json.dumps(rows, indent=2) if args.json else format_table(rows))
-    if not args.json:
-        print(f"\nfrom {len(files)} result file(s): " + ", ".join(map(str, files)))
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    tables: dict[tuple[str, ...], list[dict]] = {}  # tasks reporting the same metrics share a table
+    for row in rows:
+        tables.setdefault(tuple(row), []).append(row)
+    print("\n\n".join(format_table(table) for table in tables.values()))
+    print(f"\nfrom {len(files)} result file(s): " + ", ".join(map(str, files)))
     return 0
 
 
