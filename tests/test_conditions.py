@@ -62,3 +62,22 @@ def test_unknown_conditions_are_rejected_with_the_known_ones():
     """A typo in a condition list fails when the task is defined, listing valid names."""
     with pytest.raises(ValueError, match="unknown condition"):
         with_conditions(("image", "blurr_4"))
+
+
+def test_an_unreadable_image_becomes_an_invalid_item_not_a_crash():
+    """Corrupt image bytes: the doc still loads (placeholder), and scoring reports the error as its reason."""
+    from pathbind_tasks.common.vqa import process_mcq_results
+
+    good = tiles(n_per_key=1, keys=("D1",)).cast_column("image", datasets.Image(decode=False))
+    rows = [{"id": "ok", "dimension": "D1", "image": good[0]["image"]},
+            {"id": "bad", "dimension": "D1", "image": {"bytes": b"not an image", "path": None}}]
+    features = datasets.Features({"id": datasets.Value("string"), "dimension": datasets.Value("string"),
+                                  "image": datasets.Image()})
+    docs = list(with_conditions(("image", "text"))(datasets.Dataset.from_list(rows, features=features)))
+    bad_image, bad_text = (d for d in docs if d["id"] == "bad")
+    assert bad_image["image"].size == (32, 32)
+    assert bad_image["image_error"].startswith("unreadable image (UnidentifiedImageError")
+    mcq = {"options": ["x", "y"], "answer": "A", "question": "?"}
+    scored = process_mcq_results({**bad_image, **mcq}, ["<answer>A</answer>"])["acc_image"]
+    assert not scored["valid"] and scored["reason"] == bad_image["image_error"]
+    assert process_mcq_results({**bad_text, **mcq}, ["<answer>A</answer>"])["acc_text"]["correct"]

@@ -7,6 +7,7 @@ different subset, drawn with a fixed seed), ``blur_<sigma>`` (Gaussian blur, sig
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable, Sequence
 
 import datasets
@@ -31,11 +32,47 @@ def with_conditions(conditions: Sequence[str], convert: Converter | None = None)
         raise ValueError(f"unknown condition(s) {unknown}; known: text, {', '.join(ABLATIONS)}")
 
     def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
-        docs = convert(dataset) if convert else dataset
+        docs = with_readable_images(convert(dataset) if convert else dataset)
         parts = [_condition(docs, condition) for condition in conditions]
         return datasets.concatenate_datasets(parts)
 
     return process_docs
+
+
+def with_readable_images(docs: datasets.Dataset) -> datasets.Dataset:
+    """Check every image once; an unreadable one is replaced by a blank placeholder and its error kept in
+    ``image_error``, so the item is scored invalid with that reason instead of failing the run."""
+    raw = docs.cast_column("image", datasets.Image(decode=False))
+    errors, images = [], []
+    for value in raw["image"]:
+        error = _image_error(value)
+        errors.append(error)
+        images.append(_PLACEHOLDER if error else value)
+    if not any(errors):
+        return docs.add_column("image_error", errors)
+    fixed = raw.remove_columns("image").add_column("image", images, feature=datasets.Image(decode=False))
+    return fixed.cast_column("image", docs.features["image"]).add_column("image_error", errors)
+
+
+def _image_error(value: dict | None) -> str:
+    try:
+        if not value or not (value.get("bytes") or value.get("path")):
+            return "no image"
+        source = io.BytesIO(value["bytes"]) if value.get("bytes") else value["path"]
+        with Image.open(source) as image:
+            image.verify()
+        return ""
+    except Exception as exc:  # any decoding failure makes the item invalid, never the run
+        return f"unreadable image ({type(exc).__name__}: {exc})"
+
+
+def _png(image: Image.Image) -> bytes:
+    buffer = io.BytesIO()
+    image.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+_PLACEHOLDER = {"bytes": _png(Image.new("RGB", (32, 32), (255, 255, 255))), "path": None}
 
 
 def _condition(docs: datasets.Dataset, condition: str) -> datasets.Dataset:

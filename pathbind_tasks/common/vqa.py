@@ -59,6 +59,8 @@ def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], 
         record: dict[str, Any] = {"id": str(doc.get("id")), "condition": doc.get("condition", "image"),
                                   "dimension": doc.get("dimension"), "image_from": doc.get("image_from")}
         try:
+            if doc.get("image_error") and record["condition"] != "text":
+                raise ValueError(doc["image_error"])
             parsed, reference = judge(doc, results[0] if results else "")
             record.update(reference=reference, parsed=parsed, valid=parsed is not None, correct=parsed == reference,
                           reason="" if parsed is not None else "unparseable answer")
