@@ -99,7 +99,7 @@ def test_duplicate_names_are_reported_and_the_first_in_call_order_wins():
 def test_plugin_metrics_are_importable_by_name_for_task_yamls():
     """``pathbind.plugin_metrics.<name>`` resolves through the plugins; unknown names list the available ones."""
     from pathbind import plugin_metrics
-    from pathbind_metrics.vqa import mg
+    from pathbind_metrics.aggregations import mg
 
     assert plugin_metrics.mg is mg
     with pytest.raises(AttributeError, match=r"No PathBind plugin provides a metric named 'nope'\. Available: .*mg"):

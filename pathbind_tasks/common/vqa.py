@@ -57,7 +57,8 @@ def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], 
 
     def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
         record: dict[str, Any] = {"id": str(doc.get("id")), "condition": doc.get("condition", "image"),
-                                  "dimension": doc.get("dimension"), "image_from": doc.get("image_from")}
+                                  "dimension": doc.get("dimension"), "source": doc.get("source"),
+                                  "image_from": doc.get("image_from")}
         try:
             if doc.get("image_error") and record["condition"] != "text":
                 raise ValueError(doc["image_error"])

@@ -24,6 +24,7 @@ class ModelAnswers:
     sources: dict[str, str] = field(default_factory=dict)  # item id -> source benchmark
     invalid: int = 0  # answers in the condition that could not be parsed
     other_conditions: Counter[str] = field(default_factory=Counter)  # records skipped, by condition
+    skipped_files: list[str] = field(default_factory=list)  # "file: why", for logs found in a folder
 
 
 def parse_model_argument(text: str) -> tuple[str, Path]:
@@ -51,23 +52,33 @@ def log_files(path: Path) -> list[Path]:
 
 
 def read_model_answers(name: str, paths: list[Path], *, condition: str = "text") -> ModelAnswers:
-    """Merge a model's logs; an item answered twice, a line without a score record or a file with no
-    answer in ``condition`` is an error naming the file and line."""
+    """Merge a model's logs; an item answered twice or a damaged line is an error naming the file and line.
+
+    A log file given by name must hold answers in ``condition``; one found in a folder that holds none (an
+    image-only or non-PathBind task run beside the others) is skipped and listed in ``skipped_files``.
+    """
     answers = ModelAnswers(name=name, condition=condition)
     seen_at: dict[str, str] = {}  # item id -> "file:line", to name both places of a duplicate
     for path in paths:
         for file in log_files(path):
-            _read_file(file, answers, seen_at)
+            problem = _read_file(file, answers, seen_at)
+            if problem and path.is_file():
+                raise CurationInputError(f"{file}: {problem}")
+            if problem:
+                answers.skipped_files.append(f"{file}: {problem}")
+    if not answers.correct:
+        raise CurationInputError(f"model '{name}' has no usable log: " + "; ".join(answers.skipped_files))
     return answers
 
 
-def _read_file(file: Path, answers: ModelAnswers, seen_at: dict[str, str]) -> None:
-    before = len(answers.correct)
-    skipped: Counter[str] = Counter()
+def _read_file(file: Path, answers: ModelAnswers, seen_at: dict[str, str]) -> str:
+    """Add the file's answers in the model's condition; return why it has none ("" when it has some)."""
     try:
         lines = file.read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise CurationInputError(f"{file}: cannot read ({exc})") from exc
+    conditions: Counter[str] = Counter()
+    unscored = ""  # the first line without a score record
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -79,19 +90,25 @@ def _read_file(file: Path, answers: ModelAnswers, seen_at: dict[str, str]) -> No
                                      "lmms-eval writes with --log_samples") from exc
         record = _score_record(sample)
         if record is None:
-            raise CurationInputError(f"{where}: no PathBind score record (a metric value with 'id', 'condition' "
-                                     "and 'correct'); pass sample logs of PathBind tasks")
-        if record["condition"] != answers.condition:
-            skipped[str(record["condition"])] += 1
+            unscored = unscored or where
             continue
-        _add(answers, record, sample, file, where, seen_at)
-    answers.other_conditions.update(skipped)
+        conditions[str(record["condition"])] += 1
+        if record["condition"] == answers.condition:
+            _add(answers, record, sample, file, where, seen_at)
+    if not conditions:
+        return ("holds no PathBind score records (a metric value with 'id', 'condition' and 'correct'); "
+                "pass sample logs of PathBind tasks")
+    if unscored:
+        raise CurationInputError(f"{unscored}: no PathBind score record, unlike the file's other lines; the log "
+                                 "is damaged: write it again with lmms_eval --log_samples")
+    if answers.condition not in conditions:
+        found = ", ".join(f"{n} '{c}'" for c, n in sorted(conditions.items()))
+        return (f"no '{answers.condition}'-condition answers (found {found}); evaluate a task that asks its items "
+                "without the image (PathBind VQA tasks ask each item with and without it) or choose the condition "
+                "with --condition")
     answers.files.append(file)
-    if len(answers.correct) == before:
-        found = ", ".join(f"{n} '{c}'" for c, n in sorted(skipped.items())) or "no records"
-        raise CurationInputError(f"{file}: no '{answers.condition}'-condition answers (found {found}); evaluate a "
-                                 "task that asks its items without the image (PathBind VQA tasks ask each item "
-                                 "with and without it) or choose the condition with --condition")
+    answers.other_conditions.update({c: n for c, n in conditions.items() if c != answers.condition})
+    return ""
 
 
 def _add(answers: ModelAnswers, record: dict[str, Any], sample: dict[str, Any], file: Path, where: str,

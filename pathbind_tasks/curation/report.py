@@ -12,9 +12,9 @@ STAGE_TITLES = {"stage1": "Stage 1", "stage2": "Stage 2 (items left after stage 
 def filter_markdown(report: dict[str, Any]) -> str:
     """The filter report: item flow, per-model accuracy (Table B.5) and the correct-count distribution (B.6)."""
     counts, stages = report["counts"], report["stages"]
-    lines = ["# Text-only consensus filter", "",
-             f"Condition `{report['condition']}`. Items: **{counts['items']:,} → {counts['after_stage1']:,} → "
-             f"{counts['kept']:,}** (all → after stage 1 → kept).", ""]
+    answers = "text-only" if report["condition"] == "text" else f"'{report['condition']}'-condition"
+    lines = [f"# Consensus filter on {answers} answers", "",
+             f"Condition `{report['condition']}`. Items: **{report['flow']}** (all → after stage 1 → kept).", ""]
     for name, dropped in (("stage1", counts["dropped_stage1"]), ("stage2", counts["dropped_stage2"])):
         models = stages[name]["models"]
         lines.append(f"- {name.replace('stage', 'Stage ')} ({', '.join(models)}): dropped {dropped:,} items that "
@@ -22,11 +22,15 @@ def filter_markdown(report: dict[str, Any]) -> str:
     excluded = counts["excluded_stage1"] + counts["excluded_stage2"]
     lines.append(f"- Excluded for missing answers: {excluded:,}" +
                  (" (ids and reasons in `filter_report.json` and `item_decisions.csv`)." if excluded else "."))
+    skipped = sum(len(model["skipped_files"]) for model in report["models"])
+    if skipped:
+        lines.append(f"- Skipped log files found in folders: {skipped} (no answers in this condition, or not a "
+                     "PathBind task's log; listed under `models` in `filter_report.json`).")
     if report["ignored"]["count"]:
         lines.append(f"- Ignored: {report['ignored']['count']:,} items answered in a stage-2 log but held by no "
                      "stage-1 log.")
     sources = list(report["counts_by_source"])
-    lines += ["", "## Text-only accuracy (%) (Table B.5 form)", "", _header("Model", sources)]
+    lines += ["", f"## Accuracy (%) of the {answers} answers (Table B.5 form)", "", _header("Model", sources)]
     for stage, table in report["accuracy"].items():
         lines.append(_section(STAGE_TITLES[stage], sources))
         lines += [_line(model, [row.get(s) for s in sources] + [row[AVERAGE]]) for model, row in table.items()]
@@ -54,7 +58,7 @@ def agreement_markdown(row: dict[str, Any]) -> str:
              f"| {row['agreement_percent']:.2f} | {kappa} |", "", f"R1: {row['r1']}; R2: {row['r2']}."]
     if row["kappa_note"]:
         lines.append(f"Cohen's κ: {row['kappa_note']}.")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines)
 
 
 def _header(first: str, sources: list[str]) -> str:

@@ -12,7 +12,6 @@ from pathbind_metrics.consensus import consensus_filter, correct_count_distribut
 from pathbind_metrics.vqa import accuracy
 from pathbind_tasks.curation.logs import ModelAnswers
 
-DECISIONS = ("excluded_stage1", "dropped_stage1", "excluded_stage2", "dropped_stage2", "kept")
 AVERAGE = "Avg."  # unweighted mean over sources, as in the paper's Tables B.5 and B.6
 
 
@@ -62,11 +61,13 @@ def filter_items(stage1: Stage, stage2: Stage) -> tuple[list[dict[str, Any]], di
     stage1_sources = [sources[item] for item in judged]
     known = set(items)
     ignored = sorted({item for model in stage2.models for item in model.correct} - known)
+    counts = _counts(rows)
     report = {
         "condition": stage1.models[0].condition,
         "stages": {name: {"models": [m.name for m in stage.models], "drop_if_correct_by_at_least": stage.drop_at}
                    for name, stage in (("stage1", stage1), ("stage2", stage2))},
-        "counts": _counts(rows),
+        "flow": f"{counts['items']:,} → {counts['after_stage1']:,} → {counts['kept']:,}",
+        "counts": counts,
         "counts_by_source": {source: _counts([r for r in rows if r["source"] == source])
                              for source in sorted(set(sources[item] for item in items))},
         "models": [_model_summary(model, stage) for stage, model in
@@ -100,7 +101,7 @@ def _row(item: str, source: str, stage1_correct: int | None, stage2_correct: int
 
 
 def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
-    n = {decision: 0 for decision in DECISIONS} | dict(Counter(row["decision"] for row in rows))
+    n = Counter(row["decision"] for row in rows)
     return {"items": len(rows), "excluded_stage1": n["excluded_stage1"], "dropped_stage1": n["dropped_stage1"],
             "after_stage1": n["excluded_stage2"] + n["dropped_stage2"] + n["kept"],
             "excluded_stage2": n["excluded_stage2"], "dropped_stage2": n["dropped_stage2"], "kept": n["kept"]}
@@ -109,7 +110,7 @@ def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
 def _model_summary(model: ModelAnswers, stage: str) -> dict[str, Any]:
     return {"name": model.name, "stage": stage, "files": [str(f) for f in model.files], "answers": len(model.correct),
             "correct": sum(model.correct.values()), "invalid": model.invalid,
-            "other_conditions": dict(sorted(model.other_conditions.items()))}
+            "other_conditions": dict(sorted(model.other_conditions.items())), "skipped_files": model.skipped_files}
 
 
 def _pick(values: list[str], mask: np.ndarray) -> list[str]:
@@ -122,9 +123,9 @@ def _by_source(item_sources: list[str]) -> dict[str, np.ndarray]:
 
 
 def _accuracy(correct: np.ndarray, stage: Stage, item_sources: list[str]) -> dict[str, dict[str, float | None]]:
-    table = {}
+    table, masks = {}, _by_source(item_sources)
     for j, model in enumerate(stage.models):
-        row = {source: accuracy(correct[mask, j]) for source, mask in _by_source(item_sources).items()}
+        row = {source: accuracy(correct[mask, j]) for source, mask in masks.items()}
         table[model.name] = {**{s: _number(v) for s, v in row.items()}, AVERAGE: _mean(list(row.values())),
                              "All": _number(accuracy(correct[:, j]))}
     return table
@@ -133,11 +134,10 @@ def _accuracy(correct: np.ndarray, stage: Stage, item_sources: list[str]) -> dic
 def _distribution(correct: np.ndarray, item_sources: list[str]) -> dict[str, Any]:
     masks = _by_source(item_sources)
     percents = {source: correct_count_distribution(correct[mask], percent=True) for source, mask in masks.items()}
-    return {"n_models": correct.shape[1],
-            "by_source": {source: {"items": int(mask.sum()), "counts": correct_count_distribution(correct[mask]).tolist(),
-                                   "percent": [_number(p) for p in percents[source]]}
-                          for source, mask in masks.items()},
-            AVERAGE: [_mean(list(row)) for row in zip(*percents.values(), strict=True)],
+    by_source = {source: {"items": int(mask.sum()), "counts": correct_count_distribution(correct[mask]).tolist(),
+                          "percent": [_number(p) for p in percents[source]]} for source, mask in masks.items()}
+    return {"n_models": correct.shape[1], "by_source": by_source,
+            AVERAGE: [_mean([p[j] for p in percents.values()]) for j in range(correct.shape[1] + 1)],
             "All": {"items": correct.shape[0], "counts": correct_count_distribution(correct).tolist(),
                     "percent": [_number(p) for p in correct_count_distribution(correct, percent=True)]}}
 
