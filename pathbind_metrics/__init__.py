@@ -2,7 +2,9 @@
 
 from pathbind_metrics.agreement import cohen_kappa, percent_agreement
 from pathbind_metrics.consensus import consensus_filter, correct_count_distribution, text_solvable
+from pathbind_metrics.leakage import leak_partition, overlap, stratified_metric
 from pathbind_metrics.parsing import choice_letters, parse_choice, parse_yes_no
+from pathbind_metrics.tcga import parse_barcode
 from pathbind_metrics.vqa import accuracy, multimodal_gain, paired_bootstrap_ci
 
 __all__ = [
@@ -11,10 +13,14 @@ __all__ = [
     "cohen_kappa",
     "consensus_filter",
     "correct_count_distribution",
+    "leak_partition",
     "multimodal_gain",
+    "overlap",
     "paired_bootstrap_ci",
+    "parse_barcode",
     "parse_choice",
     "parse_yes_no",
     "percent_agreement",
+    "stratified_metric",
     "text_solvable",
 ]

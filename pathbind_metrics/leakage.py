@@ -72,15 +72,27 @@ def stratified_metric(values: Sequence[float] | np.ndarray, partitions: Sequence
     """Mean of a per-item metric in each leak partition, and the gap ``leaked - clean``, with bootstrap CIs.
 
     Percentile bootstrap, resampling items within each partition independently (a resample keeps each
-    partition's size). Items whose partition is not one of :data:`PARTITIONS` (ids of unknown provenance,
-    malformed barcodes) and NaN values are left out and counted as ``n_excluded``. An empty partition has a
-    NaN mean and CI. A positive gap means the model does better on what it was trained on (best: 0).
+    partition's size); the result depends on the seed and the items, not on their order. A positive gap
+    means the model does better on what it was trained on (best: 0).
+
+    Parameters
+    ----------
+    values : array of float
+        One metric value per item (1/0 for correct/wrong). NaN values are left out.
+    partitions : sequence of str
+        Each item's partition; items outside :data:`PARTITIONS` (ids of unknown provenance, malformed
+        barcodes) are left out. Left-out items are counted as ``excluded``.
+    n_resamples, seed, level
+        Bootstrap resamples, generator seed and interval coverage.
+    leaked, clean
+        The partitions whose difference is the gap (default: patient-leaked − clean, as in the paper).
 
     Returns
     -------
     dict
         ``{partition: {"n", "mean", "ci_low", "ci_high"}}`` for each of :data:`PARTITIONS`, plus
-        ``"gap": {"mean", "ci_low", "ci_high"}`` and ``"excluded": {"n"}``.
+        ``"gap": {"mean", "ci_low", "ci_high"}`` and ``"excluded": {"n"}``. An empty partition has a NaN
+        mean and interval, and so has a gap that involves it.
 
     Examples
     --------
@@ -97,7 +109,7 @@ def stratified_metric(values: Sequence[float] | np.ndarray, partitions: Sequence
     table: dict[str, dict[str, float]] = {}
     resampled: dict[str, np.ndarray] = {}
     for name in PARTITIONS:  # fixed order: the random stream, hence every CI, depends on the seed only
-        stratum = array[usable & (labels == name)]
+        stratum = np.sort(array[usable & (labels == name)])  # sorted: the CIs ignore item order (ranks, shuffles)
         resampled[name] = _bootstrap_means(stratum, n_resamples, rng)
         mean = float(stratum.mean()) if stratum.size else float("nan")
         table[name] = {"n": int(stratum.size), "mean": mean, **_interval(resampled[name], level)}

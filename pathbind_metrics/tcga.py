@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 IdKind = Literal["tcga", "malformed", "unknown"]
 
-# A barcode starts and its participant field ends at a non-alphanumeric boundary, so
-# ".../TCGA-BH-A0BS-01Z-00-DX1.<uuid>.svs" and "tcga-bh-a0bs_x20.png" hold case TCGA-BH-A0BS,
-# while "TCGA-BH-A0BSX" (a five-character participant) holds none.
-_BARCODE = re.compile(r"(?<![A-Z0-9])TCGA-([A-Z0-9]{2})-([A-Z0-9]{4})(?:-[A-Z0-9]+)*(?![A-Z0-9])", re.I)
-# What "starts like TCGA" and is read as a barcode attempt when the pattern above finds none.
-_ATTEMPT = re.compile(r"(?<![A-Z0-9])TCGA-[^\s/\\.,;:'\"]*", re.I)
+# Matched on the upper-cased id at each "TCGA-" that follows a non-alphanumeric character (or opens the id);
+# the participant field must end at one too. So ".../TCGA-BH-A0BS-01Z-00-DX1.<uuid>.svs" and
+# "tcga-bh-a0bs_x20.png" hold case TCGA-BH-A0BS, while "TCGA-BH-A0BSX" holds none.
+_BARCODE = re.compile(r"TCGA-([A-Z0-9]{2})-[A-Z0-9]{4}(?:-[A-Z0-9]+)*(?![A-Z0-9])")
+# The text of a barcode attempt that does not parse, for the reason given.
+_ATTEMPT = re.compile(r"TCGA-[^\s/\\.,;:'\"]*", re.I)
 _FIELD = re.compile(r"[A-Z0-9]+", re.I)
 
 
-@dataclass(frozen=True, slots=True)
-class Barcode:
+class Barcode(NamedTuple):
     """The TCGA identity of one slide id."""
 
     case: str  # upper-case "TCGA-BH-A0BS"
@@ -54,16 +52,26 @@ def classify(text: str) -> tuple[IdKind, Barcode | None, str]:
     >>> classify("CPTAC-C3L-00001")
     ('unknown', None, '')
     """
-    barcodes = [Barcode(f"TCGA-{m[1]}-{m[2]}".upper(), m[1].upper(), m[0]) for m in _BARCODE.finditer(text)]
-    cases = sorted({b.case for b in barcodes})
-    if len(cases) == 1:
+    # Positions in the upper-cased copy are positions in the id: non-ASCII characters become one "?" each.
+    upper = (text if text.isascii() else text.encode("ascii", "replace").decode("ascii")).upper()
+    barcodes, attempt = [], -1
+    start = upper.find("TCGA-")  # a literal scan first: most ids are read at C speed
+    while start >= 0:
+        if start == 0 or not upper[start - 1].isalnum():
+            match = _BARCODE.match(upper, start)
+            if match:
+                barcodes.append(Barcode(match[0][:12], match[1], text[start:match.end()]))
+            elif attempt < 0:
+                attempt = start
+        start = upper.find("TCGA-", start + 5)
+    if barcodes:
+        cases = sorted({b.case for b in barcodes}) if len(barcodes) > 1 else [barcodes[0].case]
+        if len(cases) > 1:  # a path naming two patients is ambiguous
+            return "malformed", None, f"holds several TCGA cases ({', '.join(cases)})"
         return "tcga", barcodes[-1], ""  # the last is the file name's in a path
-    if cases:  # a path naming two patients is ambiguous
-        return "malformed", None, f"holds several TCGA cases ({', '.join(cases)})"
-    attempt = _ATTEMPT.search(text)
-    if attempt is None:
-        return "unknown", None, ""
-    return "malformed", None, _why_not(attempt[0])
+    if attempt >= 0:
+        return "malformed", None, _why_not(_ATTEMPT.match(text, attempt)[0])  # type: ignore[index]
+    return "unknown", None, ""
 
 
 def _why_not(token: str) -> str:

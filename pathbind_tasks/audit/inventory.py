@@ -45,17 +45,22 @@ def parse_source(text: str, option: str = "--train") -> Source:
     if not _NAME.fullmatch(name) or not rest:
         raise InventoryError(f"{option} {text!r}: expected NAME=FILE or NAME=FILE:column, with a NAME of letters, "
                              "digits, '.', '_', '+' or '-'")
-    path, column = Path(rest), None
-    if not path.exists() and ":" in rest:
-        head, _, column = rest.rpartition(":")
-        path = Path(head)
+    path, column = split_column(rest)
     if not path.is_file():
         raise InventoryError(f"{option} {name}: no such file: {path}")
-    source = Source(name, path, column or None)
+    source = Source(name, path, column)
     if source.column and source.format == "text":
         raise InventoryError(f"{option} {name}: {path} is a plain list of ids; ':{column}' applies to CSV, TSV, JSON, "
                              f"JSONL and Parquet files (or give the file a {', '.join(sorted(FORMATS))} suffix)")
     return source
+
+
+def split_column(text: str) -> tuple[Path, str | None]:
+    """``FILE`` or ``FILE:column``: the colon splits only when ``text`` is not itself an existing path."""
+    if Path(text).exists() or ":" not in text:
+        return Path(text), None
+    head, _, column = text.rpartition(":")
+    return Path(head), column or None
 
 
 def iter_ids(source: Source) -> Iterator[tuple[int, str]]:
@@ -135,16 +140,22 @@ def _table_rows(handle: TextIO, source: Source) -> Iterator[tuple[int, dict[str,
         return
     if source.column is not None and source.column not in header:
         raise InventoryError(f"{source.path}: no column {source.column!r}; columns: {', '.join(header)}")
-    for row in reader:
-        if row:
-            yield reader.line_num, dict(zip(header, row, strict=False))
+    try:
+        for row in reader:
+            if row:
+                yield reader.line_num, dict(zip(header, row, strict=False))
+    except csv.Error as exc:  # an unclosed quote, an oversized field
+        raise InventoryError(f"{source.path}:{reader.line_num}: unreadable {source.format.upper()} ({exc})") from None
 
 
 def _parquet_rows(source: Source) -> Iterator[tuple[int, dict[str, Any]]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    parquet = pq.ParquetFile(source.path)
+    try:
+        parquet = pq.ParquetFile(source.path)
+    except (OSError, pa.ArrowException) as exc:
+        raise InventoryError(f"{source.path}: unreadable Parquet ({exc})") from None
     texts = [f.name for f in parquet.schema_arrow if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)]
     if source.column is not None and source.column not in parquet.schema_arrow.names:
         raise InventoryError(f"{source.path}: no column {source.column!r}; columns: "
@@ -207,10 +218,12 @@ def _json_array(handle: TextIO, where: str) -> Iterator[tuple[int, Any]]:
 
 
 def open_text(path: Path) -> TextIO:
-    """Open a (possibly gzipped) UTF-8 text file; a binary one is refused by name."""
-    handle: TextIO = (gzip.open(path, "rt", encoding="utf-8", errors="replace", newline="")  # type: ignore[assignment]
-                      if path.suffix.lower() == ".gz" else
-                      open(path, encoding="utf-8", errors="replace", newline=""))  # noqa: SIM115
+    """Open a (possibly gzipped) UTF-8 text file, BOM or not; a binary one is refused by name."""
+    handle: TextIO  # returned open: the caller's with-block closes it
+    if path.suffix.lower() == ".gz":
+        handle = gzip.open(path, "rt", encoding="utf-8-sig", errors="replace", newline="")  # noqa: SIM115
+    else:
+        handle = open(path, encoding="utf-8-sig", errors="replace", newline="")  # noqa: SIM115
     if "\0" in handle.read(4096):
         handle.close()
         raise InventoryError(f"{path}: looks binary; an inventory is a text list of ids, CSV, TSV, JSON, JSONL or "

@@ -1,0 +1,132 @@
+"""``pathbind audit-leakage``: TCGA case and site overlap of training inventories with test sets."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pathbind.table import format_table
+from pathbind_tasks.audit.inventory import InventoryError, parse_source
+
+if TYPE_CHECKING:
+    from pathbind_tasks.audit.matrix import Audit
+    from pathbind_tasks.audit.samples import Samples
+
+INVENTORY_HELP = ("NAME=FILE or NAME=FILE:column; FILE is a text list of ids, .csv, .tsv, .json, .jsonl, .parquet "
+                  "(optionally .gz) or an lmms-eval sample log; repeat a NAME to merge files")
+
+
+def add_audit_command(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "audit-leakage", help="TCGA patient/site overlap between training inventories and test sets",
+        description="Overlap of TCGA cases (rho_case) and tissue source sites (rho_tss) between training "
+                    "inventories and test sets, each test item's leak partition, and with --samples an "
+                    "evaluation's per-sample metrics split by leak status.")
+    parser.add_argument("--train", action="append", required=True, metavar="NAME=FILE", help=INVENTORY_HELP)
+    parser.add_argument("--test", action="append", required=True, metavar="NAME=FILE", help=INVENTORY_HELP)
+    parser.add_argument("--samples", metavar="LOG.jsonl[:field]",
+                        help="lmms-eval --log_samples file; field = the doc field holding the slide id (found "
+                             "when omitted)")
+    parser.add_argument("--metric", action="append", metavar="NAME",
+                        help="per-sample metric of the log to stratify (repeatable; default: every one)")
+    parser.add_argument("--by", action="append", metavar="FIELD",
+                        help="doc field whose values split the stratified table (repeatable, e.g. the question "
+                             "category)")
+    parser.add_argument("--n-resamples", type=int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
+    parser.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR",
+                        help="folder for the tables, heat map, partitions and listings")
+    parser.add_argument("--json", type=Path, metavar="OUT", help="machine-readable report (default OUT/leakage.json)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except InventoryError as exc:
+        print(f"pathbind audit-leakage: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(args: argparse.Namespace) -> int:
+    from pathbind_tasks.audit.matrix import group_sources, run_audit
+    from pathbind_tasks.audit.samples import read_samples
+
+    if args.n_resamples < 1:
+        raise InventoryError("--n-resamples must be at least 1")
+    if (args.metric or args.by) and not args.samples:
+        raise InventoryError("--metric and --by choose what --samples LOG.jsonl stratifies: add --samples")
+    train = group_sources([parse_source(text, "--train") for text in args.train])
+    test = group_sources([parse_source(text, "--test") for text in args.test])
+    # The sample log is small: read it first so that its errors show before the long inventory pass.
+    samples = read_samples(args.samples, metrics=args.metric, by=args.by) if args.samples else None
+    out: Path = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    audit = run_audit(train, test, out)
+    report = _overlap_report(audit, out)
+    if samples is not None:
+        report["stratified"] = _stratified_report(samples, audit, args, out)
+        report["outputs"]["stratified_table"] = str(out / "stratified.md")
+    json_path: Path = args.json or out / "leakage.json"
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(_nan_to_null(report), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    _print_summary(report, json_path)
+    return 0
+
+
+def _overlap_report(audit: Audit, out: Path) -> dict[str, Any]:
+    """Write overlap.md and overlap.png; the report's matrix, inventories, notes and outputs."""
+    from pathbind_tasks.audit.report import overlap_markdown, write_heatmap
+
+    notes = [note for census in audit.trains + audit.tests if (note := census.lower_bound_note())]
+    (out / "overlap.md").write_text(overlap_markdown(audit.matrix, notes), encoding="utf-8")
+    write_heatmap(audit.matrix, out / "overlap.png")
+    return {"matrix": audit.matrix, "notes": notes,
+            "train": {c.name: c.summary() for c in audit.trains},
+            "test": {c.name: {**c.summary(), "partitions": str(audit.partitions[c.name])} for c in audit.tests},
+            "outputs": {"overlap_table": str(out / "overlap.md"), "heatmap": str(out / "overlap.png"),
+                        "partitions": {name: str(path) for name, path in audit.partitions.items()}},
+            "stratified": None}
+
+
+def _stratified_report(samples: Samples, audit: Audit, args: argparse.Namespace, out: Path) -> dict[str, Any]:
+    """Write stratified.md; the per-sample metrics by leak status against each training inventory."""
+    from pathbind_tasks.audit.report import stratified_markdown
+    from pathbind_tasks.audit.samples import stratify
+
+    rows, kinds = stratify(samples, audit.trains, by=args.by, n_resamples=args.n_resamples, seed=args.seed)
+    notes = []
+    if kinds["unknown"] or kinds["malformed"]:
+        notes.append(f"{kinds['unknown']:,} of {len(samples.ids):,} samples without a TCGA barcode in doc field "
+                     f"{samples.id_field!r}, {kinds['malformed']:,} with a malformed one: excluded from every "
+                     "stratum.")
+    (out / "stratified.md").write_text(stratified_markdown(rows, samples.binary_metrics(), notes), encoding="utf-8")
+    return {"samples": str(samples.path), "id_field": samples.id_field, "ids": kinds,
+            "n_resamples": args.n_resamples, "seed": args.seed, "notes": notes, "rows": rows}
+
+
+def _print_summary(report: dict[str, Any], json_path: Path) -> None:
+    rows = [{"train": r["train"], "test": r["test"], "rho_case_%": 100 * r["rho_case"], "rho_tss_%": 100 * r["rho_tss"],
+             "cases": r["n_test_cases"], "patient-leaked": r["n_patient_leaked"], "site-leaked": r["n_site_leaked"],
+             "clean": r["n_clean"], "unknown": r["n_unknown"], "malformed": r["n_malformed"]}
+            for r in report["matrix"]]
+    print(format_table(rows))
+    for note in report["notes"] + (report["stratified"] or {}).get("notes", []):
+        print(f"\nnote: {note}")
+    written = [json_path, *(path for key, path in report["outputs"].items() if key != "partitions")]
+    print(f"\nwrote {', '.join(map(str, written))} and {len(report['outputs']['partitions'])} partitions file(s)")
+
+
+def _nan_to_null(value: Any) -> Any:
+    """JSON has no NaN: undefined figures (an empty test set, an empty stratum) become null."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _nan_to_null(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_nan_to_null(item) for item in value]
+    return value

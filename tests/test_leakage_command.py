@@ -1,0 +1,178 @@
+"""`pathbind audit-leakage` end to end: inventories in every format, matrix, partitions, listings, Table 2."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from conftest import BIN, run
+from PIL import Image
+
+UUID = "2F0D1F6B-7A31-4C55-8A0E-0123456789AB"
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def audit(tmp_path, *args):
+    return run([str(BIN / "pathbind"), "audit-leakage", *args], cwd=tmp_path)
+
+
+def write_inventories(root):
+    """Three training corpora (text; CSV; JSON + JSONL under one name), three test sets (TSV; non-TCGA CSV; a log)."""
+    (root / "corpus_a.txt").write_text(
+        "# corpus A: siblings, lower case, a duplicate, a non-TCGA id, a malformed barcode\n"
+        f"/gdc/TCGA-AA-0001-01Z-00-DX1.{UUID}.svs\n/gdc/TCGA-AA-0001-01Z-00-DX2.{UUID}.svs\n"
+        "tcga-aa-0002-01z-00-dx1.svs\nTCGA-BB-0003-01Z-00-DX1\nTCGA-BB-0003-01Z-00-DX1\n"
+        "CPTAC-C3L-00001\nTCGA-B!-0009\n")
+    (root / "corpus_b.csv").write_text('caption,wsi\n"tumour, grade 2",TCGA-CC-0004-01Z\nnormal,TCGA-DD-0006\n')
+    (root / "corpus_c.json").write_text(json.dumps([{"id": 1, "file_path": "TCGA-AA-0001.svs"}]))
+    (root / "corpus_c.jsonl").write_text('{"slide": "TCGA-EE-0007"}\n{"slide": "TCGA-ZZ-0100-01Z"}\n')
+    (root / "bench.tsv").write_text(
+        "neighbor\tslide\tlabel\n" + "".join(f"TCGA-QQ-0000\t{slide}\tx\n" for slide in (
+            "TCGA-AA-0001-01Z-00-DX2", "TCGA-AA-0005", "TCGA-CC-0004", "TCGA-ZZ-0008", "BCNB-17", "TCGA-ZZ")))
+    (root / "bcnb.csv").write_text("slide\nBCNB-1\nBCNB-2\n")
+    samples = ([("TCGA-AA-0001-01Z-00-DX1", 1.0, "micro")] * 3 + [("TCGA-AA-0001-01Z-00-DX2", 1.0, "diag")] * 3
+               + [("TCGA-AA-0005", 1.0, "micro"), ("TCGA-AA-0005", 0.0, "diag")]
+               + [("TCGA-ZZ-0008", 1.0, "micro")] + [("TCGA-ZZ-0008", 0.0, "diag")] * 3 + [("BCNB-17", 1.0, "diag")])
+    with (root / "vqa_samples.jsonl").open("w") as handle:
+        for doc_id, (slide, correct, category) in enumerate(samples):
+            record = {"id": str(doc_id), "condition": "image", "correct": bool(correct), "valid": True}
+            handle.write(json.dumps({"doc_id": doc_id, "doc": {"question": "Which grade?", "slide_id": slide,
+                                                               "category": category},
+                                     "target": "A", "resps": [["A"]], "filtered_resps": ["A"],
+                                     "exact_match": correct, "acc_image": record, "mg": record}) + "\n")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    """One audit of every format, with the sample log stratified by category."""
+    root = tmp_path_factory.mktemp("audit")
+    write_inventories(root)
+    done = audit(root, "--train", "A=corpus_a.txt", "--train", "B=corpus_b.csv", "--train", "C=corpus_c.json",
+                 "--train", "C=corpus_c.jsonl", "--test", "bench=bench.tsv:slide", "--test", "vqa=vqa_samples.jsonl",
+                 "--test", "bcnb=bcnb.csv", "--samples", "vqa_samples.jsonl", "--by", "category",
+                 "--n-resamples", "500", "--out", "out", "--json", "report.json")
+    assert done.returncode == 0, done.stderr
+    return {"root": root, "out": root / "out", "json": json.loads((root / "report.json").read_text()),
+            "stdout": done.stdout, "stderr": done.stderr}
+
+
+def test_matrix_has_the_known_overlaps(report):
+    """rho_case and rho_tss over distinct cases and sites, for every training × test pair."""
+    cells = {(r["train"], r["test"]): r for r in report["json"]["matrix"]}
+    assert len(cells) == 9
+    expected = {("A", "bench"): (1 / 4, 1 / 3, 1, 1, 2), ("B", "bench"): (1 / 4, 1 / 3, 1, 0, 3),
+                ("C", "bench"): (1 / 4, 2 / 3, 1, 2, 1), ("A", "vqa"): (1 / 3, 1 / 2, 6, 2, 4)}
+    for pair, (rho_case, rho_tss, patient, site, clean) in expected.items():
+        cell = cells[pair]
+        assert (cell["rho_case"], cell["rho_tss"]) == pytest.approx((rho_case, rho_tss)), pair
+        assert (cell["n_patient_leaked"], cell["n_site_leaked"], cell["n_clean"]) == (patient, site, clean), pair
+    assert (cells["A", "bench"]["n_test_cases"], cells["A", "bench"]["n_test_tss"]) == (4, 3)
+    assert (cells["A", "bench"]["n_items"], cells["A", "bench"]["n_unknown"], cells["A", "bench"]["n_malformed"]) \
+        == (6, 1, 1)
+
+
+def test_a_test_set_without_tcga_cases_has_undefined_overlap(report):
+    """A non-TCGA benchmark is not proven clean: rho is null, every item is of unknown provenance."""
+    cell = next(r for r in report["json"]["matrix"] if (r["train"], r["test"]) == ("A", "bcnb"))
+    assert (cell["rho_case"], cell["rho_tss"], cell["n_test_cases"], cell["n_unknown"]) == (None, None, 0, 2)
+    assert "| A | 25.0 | 33.3 | n/a |" in (report["out"] / "overlap.md").read_text()
+
+
+def test_inventories_are_counted_with_siblings_and_duplicates_once(report):
+    """Corpus A: 6 barcodes, 3 cases, 2 sites; C merges its JSON and JSONL files."""
+    train = report["json"]["train"]
+    assert (train["A"]["n_rows"], train["A"]["n_tcga"], train["A"]["n_cases"], train["A"]["n_tss"]) == (7, 5, 3, 2)
+    assert train["C"]["files"] == ["corpus_c.json", "corpus_c.jsonl"] and train["C"]["n_cases"] == 3
+
+
+def test_unknown_and_malformed_entries_are_listed_with_a_lower_bound_note(report):
+    """Nothing is dropped silently: examples in the JSON, every entry in a listing file, a note in the report."""
+    corpus = report["json"]["train"]["A"]
+    assert corpus["unknown_examples"] == [{"kind": "unknown", "file": "corpus_a.txt", "line": 7,
+                                           "id": "CPTAC-C3L-00001", "reason": ""}]
+    assert corpus["malformed_examples"][0]["id"] == "TCGA-B!-0009"
+    assert "TSS 'B!'" in corpus["malformed_examples"][0]["reason"]
+    with (report["root"] / corpus["listing"]).open() as handle:
+        assert [row["id"] for row in csv.DictReader(handle)] == ["CPTAC-C3L-00001", "TCGA-B!-0009"]
+    notes = report["json"]["notes"]
+    assert any(note.startswith("train A: 1 of 7 entries without a TCGA barcode (unknown provenance), 1 with a "
+                               "malformed one") and "lower bound" in note
+               for note in notes)
+    assert "lower bound" in (report["out"] / "overlap.md").read_text()
+    assert "lower bound" in report["stdout"]
+
+
+def test_partitions_file_has_one_row_per_test_item_and_a_column_per_corpus(report):
+    """Each test item: its case, site and partition against A, B and C; non-TCGA items say why."""
+    with (report["out"] / "partitions_bench.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["id"], r["case"], r["partition_A"], r["partition_B"], r["partition_C"]) for r in rows] == [
+        ("TCGA-AA-0001-01Z-00-DX2", "TCGA-AA-0001", "patient-leaked", "clean", "patient-leaked"),
+        ("TCGA-AA-0005", "TCGA-AA-0005", "site-leaked", "clean", "site-leaked"),
+        ("TCGA-CC-0004", "TCGA-CC-0004", "clean", "patient-leaked", "clean"),
+        ("TCGA-ZZ-0008", "TCGA-ZZ-0008", "clean", "clean", "site-leaked"),
+        ("BCNB-17", "", "unknown", "unknown", "unknown"),
+        ("TCGA-ZZ", "", "malformed", "malformed", "malformed")]
+    assert [r["line"] for r in rows] == ["2", "3", "4", "5", "6", "7"]
+
+
+def test_tables_and_heat_map_are_written(report):
+    """overlap.md holds both panels; overlap.png is a real PNG image."""
+    table = (report["out"] / "overlap.md").read_text()
+    assert "| train \\ test | bench | vqa | bcnb |" in table and "| C | 25.0 | 33.3 | n/a |" in table
+    assert "| C | 66.7 | 100.0 | n/a |" in table  # the TSS panel
+    png = report["out"] / "overlap.png"
+    assert png.read_bytes()[:8] == PNG
+    with Image.open(png) as image:
+        assert image.width > 300 and image.height > 100
+
+
+def test_samples_are_stratified_by_leak_status_in_table_2_form(report):
+    """Per corpus, metric and subset: means per partition, the leaked − clean gap, CIs; non-TCGA excluded."""
+    stratified = report["json"]["stratified"]
+    assert stratified["id_field"] == "slide_id" and stratified["ids"] == {"tcga": 12, "unknown": 1, "malformed": 0}
+    rows = {(r["train"], r["metric"], r["subset"]): r for r in stratified["rows"]}
+    assert {metric for _, metric, _ in rows} == {"exact_match", "correct"}
+    row = rows["A", "exact_match", "all"]
+    assert [(row[p]["n"], row[p]["mean"]) for p in ("patient-leaked", "site-leaked", "clean")] == [
+        (6, 1.0), (2, 0.5), (4, 0.25)]
+    assert row["gap"]["mean"] == 0.75 and row["excluded"]["n"] == 1
+    assert row["gap"]["ci_low"] <= 0.75 <= row["gap"]["ci_high"]
+    micro = rows["A", "correct", "category=micro"]
+    assert (micro["patient-leaked"]["n"], micro["clean"]["n"], micro["clean"]["mean"]) == (3, 1, 1.0)
+    table = (report["out"] / "stratified.md").read_text()
+    assert "## exact_match against training inventory A" in table
+    assert "| all | 100.0% [100.0, 100.0] (n=6) | 50.0%" in table and "+75.0 [" in table
+    assert "1 of 13 samples without a TCGA barcode in doc field 'slide_id'" in table
+
+
+def test_progress_is_reported_per_file(report):
+    """Each file's row count goes to stderr, so long runs show where they are."""
+    assert "pathbind audit-leakage: train A: 7 rows in corpus_a.txt" in report["stderr"]
+
+
+def test_a_missing_file_fails_before_reading_anything(tmp_path):
+    """The error names the option, the inventory and the path; exit code 2."""
+    (tmp_path / "t.txt").write_text("TCGA-AA-0001\n")
+    done = audit(tmp_path, "--train", "big=t.txt", "--test", "b=nope.csv", "--out", "out")
+    assert done.returncode == 2
+    assert done.stderr.strip() == "pathbind audit-leakage: --test b: no such file: nope.csv"
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_missing_column_names_the_available_ones(tmp_path):
+    """NAME=FILE:column with a wrong column lists the file's columns."""
+    write_inventories(tmp_path)
+    done = audit(tmp_path, "--train", "A=corpus_a.txt", "--test", "bench=bench.tsv:wsi", "--out", "out")
+    assert done.returncode == 2
+    assert "bench.tsv: no column 'wsi'; columns: neighbor, slide, label" in done.stderr
+
+
+def test_an_unknown_metric_lists_the_log_s_metrics(tmp_path):
+    """--metric must name a per-sample metric of the log; the error lists those there are."""
+    write_inventories(tmp_path)
+    done = audit(tmp_path, "--train", "A=corpus_a.txt", "--test", "bench=bench.tsv:slide", "--out", "out",
+                 "--samples", "vqa_samples.jsonl", "--metric", "acc")
+    assert done.returncode == 2
+    assert "no per-sample metric 'acc'; metrics in the log: exact_match, correct" in done.stderr
