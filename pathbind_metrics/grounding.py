@@ -1,0 +1,411 @@
+"""Attention grounding (Algorithm 1): heat maps, overlap with a box, pixel-AP, effective support, query specificity."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from functools import lru_cache
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import ndimage, special
+
+SMOOTHING_MODE = "reflect"  # scipy's default: half-sample symmetric (d c b a | a b c d), no edge darkening
+_FLAT = 1e-12  # a smoothed map whose range is below this fraction of its magnitude is a constant plus rounding
+
+# Why an item cannot be scored: fixed strings, so callers can count the items lost per reason.
+MAP_NOT_2D = "attention map is not a 2-D numeric array"
+MAP_EMPTY = "attention map is empty"
+MAP_NOT_FINITE = "attention map has NaN or inf"
+MAP_CONSTANT = "attention map is constant after smoothing"
+MAP_NEGATIVE = "attention map has negative values"
+MAP_ZERO = "attention map sums to zero"
+BAD_IMAGE_SIZE = "image size is not two positive integers"
+BOX_MALFORMED = "box is not 4 finite numbers"
+BOX_INVERTED = "box is inverted (x_max < x_min or y_max < y_min)"
+BOX_ZERO_AREA = "box has zero area"
+BOX_OUTSIDE = "box lies outside the image"
+BOX_NO_PIXEL = "box covers no pixel centre"
+TOO_FEW_MAPS = "fewer than two maps"
+SHAPE_MISMATCH = "maps differ in shape"
+CONSTANT_MAP = "a map is constant"
+NOT_NUMERIC = "a map is not a numeric array"
+
+Box = Sequence[float] | np.ndarray
+ImageSize = Sequence[int] | np.ndarray
+_Prepared = tuple[np.ndarray, tuple[int, int], slice, slice]  # normalised patch map, (H, W), box rows, box columns
+
+
+def heat_map(attn_map: ArrayLike, image_size: ImageSize, *, sigma: float = 3.0) -> np.ndarray:
+    """Algorithm 1 step 4: smooth, min–max normalise and bilinearly upsample a patch map to the image.
+
+    Smoothing is ``scipy.ndimage.gaussian_filter(attn_map, sigma, mode="reflect")`` on the Hp×Wp patch
+    grid (σ in patch units, kernel truncated at 4σ; ``sigma=0`` skips it). Upsampling is bilinear with
+    half-pixel centres, as torch ``F.interpolate(mode="bilinear", align_corners=False, antialias=False)``
+    and PIL's ``Image.resize(BILINEAR)`` when enlarging: output pixel ``j`` samples the patch coordinate
+    ``(j + 0.5) * Hp / H - 0.5``, clamped to ``[0, Hp - 1]``, so the outer half patch is flat.
+
+    Parameters
+    ----------
+    attn_map : array of shape (Hp, Wp)
+        The raw entity map M (max over entity tokens), neither smoothed nor normalised.
+    image_size : (W, H)
+        The original image size in pixels, as PIL reports it.
+    sigma : float
+        Gaussian standard deviation in patches (the paper: 3).
+
+    Returns
+    -------
+    ndarray of shape (H, W)
+        Values in [0, 1]. Raises ``ValueError`` naming the reason for a map or size that
+        :func:`grounding_problem` rejects; the metric functions return NaN instead.
+
+    Examples
+    --------
+    >>> heat_map([[0.0, 1.0]], (4, 1), sigma=0).tolist()
+    [[0.0, 0.25, 0.75, 1.0]]
+    """
+    _check_sigma(sigma)
+    normalised, shape = _patch_heat(attn_map, sigma), _image_shape(image_size)
+    if isinstance(normalised, str) or isinstance(shape, str):
+        raise ValueError(f"cannot build a heat map: {normalised if isinstance(normalised, str) else shape}")
+    return _upsample(normalised, shape)
+
+
+def grounding_problem(attn_map: ArrayLike, box: Box, image_size: ImageSize, *, sigma: float = 3.0) -> str | None:
+    """Why :func:`attention_region_metrics` and :func:`pixel_average_precision` give NaN, or None when they don't.
+
+    Checked in order: the map (2-D, non-empty, finite, not constant after smoothing), the image size, then
+    the box (4 finite numbers, not inverted, non-zero area, overlapping the image, covering a pixel centre).
+    The reasons are the module's fixed strings (``MAP_*``, ``BAD_IMAGE_SIZE``, ``BOX_*``).
+
+    Examples
+    --------
+    >>> grounding_problem([[0, 1], [2, 3]], [50, 50, 40, 60], (100, 100))
+    'box is inverted (x_max < x_min or y_max < y_min)'
+    >>> grounding_problem([[0, 1], [2, 3]], [50, 50, 60, 60], (100, 100)) is None
+    True
+    """
+    _check_sigma(sigma)
+    prepared = _prepare(attn_map, box, image_size, sigma)
+    return prepared if isinstance(prepared, str) else None
+
+
+def attention_region_metrics(attn_map: ArrayLike, box: Box, image_size: ImageSize, *, q: float = 0.2,
+                             sigma: float = 3.0) -> dict[str, float]:
+    """IoU, precision and recall of the top-q attended pixels against a box (Algorithm 1 step 5; best: 1).
+
+    The heat map is :func:`heat_map`. The attended mask is ``heat >= t``: of all such superlevel sets, the
+    one whose size is closest to ``q * H * W`` (equidistant: the larger, as ``>=`` keeps ties; never empty).
+    Pixels of equal value are all in or all out, so ties can only move the size away from ``q * H * W``; with
+    no ties the mask is the ``round(q * H * W)`` hottest pixels, within one pixel of the paper's
+    ``heat >= np.quantile(heat, 1 - q)``. The box mask holds the pixels whose centres ``(x + 0.5, y + 0.5)``
+    lie in ``[x_min, x_max) × [y_min, y_max)``, clipped to the image: an integer box covers exactly its area.
+
+    Parameters
+    ----------
+    attn_map : array of shape (Hp, Wp)
+        The raw entity map M, neither smoothed nor normalised.
+    box : [x_min, y_min, x_max, y_max]
+        The expert box in absolute pixels.
+    image_size : (W, H)
+        The original image size in pixels.
+    q : float in (0, 1]
+        Attended fraction of the image (the paper: 0.2; sensitivity sweep 0.05–0.4).
+    sigma : float
+        Gaussian smoothing in patches (the paper: 3; 0 skips it).
+
+    Returns
+    -------
+    dict
+        ``{"iou", "precision", "recall"}`` as fractions in [0, 1]; all NaN exactly when
+        :func:`grounding_problem` gives a reason.
+
+    Examples
+    --------
+    >>> hot = np.zeros((10, 10)); hot[:4, :5] = 1.0  # at native size the top 20 pixels are this block
+    >>> attention_region_metrics(hot, [2, 0, 7, 4], (10, 10), q=0.2, sigma=0)
+    {'iou': 0.42857142857142855, 'precision': 0.6, 'recall': 0.6}
+    """
+    _check_q(q)
+    _check_sigma(sigma)
+    prepared = _prepare(attn_map, box, image_size, sigma)
+    if isinstance(prepared, str):
+        return dict.fromkeys(("iou", "precision", "recall"), float("nan"))
+    normalised, shape, rows, cols = prepared
+    mask = _top_fraction(_upsample(normalised, shape), q)
+    attended, hit = int(np.count_nonzero(mask)), int(np.count_nonzero(mask[rows, cols]))
+    box_area = (rows.stop - rows.start) * (cols.stop - cols.start)
+    return {"iou": hit / (attended + box_area - hit), "precision": hit / attended, "recall": hit / box_area}
+
+
+def pixel_average_precision(attn_map: ArrayLike, box: Box, image_size: ImageSize, *, sigma: float = 3.0) -> float:
+    """Threshold-free pixel AP: pixels scored by the heat map, labelled by the box mask (best: 1).
+
+    Average precision as ``sklearn.metrics.average_precision_score`` defines it: ``sum_n (R_n - R_{n-1}) P_n``
+    over the distinct scores in decreasing order (tied pixels form one threshold), step-wise, not
+    interpolated. Heat map and box mask as in :func:`attention_region_metrics`. A map that ignores the box
+    scores about the box's share of the image.
+
+    Returns
+    -------
+    float
+        AP in (0, 1]; NaN exactly when :func:`grounding_problem` gives a reason.
+
+    Examples
+    --------
+    >>> ramp = np.tile(np.arange(10.0), (10, 1))  # hotter to the right
+    >>> pixel_average_precision(ramp, [5, 0, 10, 10], (10, 10), sigma=0)  # box = the hot half
+    1.0
+    >>> round(pixel_average_precision(ramp, [0, 0, 5, 10], (10, 10), sigma=0), 3)  # box = the cold half
+    0.354
+    """
+    _check_sigma(sigma)
+    prepared = _prepare(attn_map, box, image_size, sigma)
+    if isinstance(prepared, str):
+        return float("nan")
+    normalised, shape, rows, cols = prepared
+    heat = _upsample(normalised, shape)
+    return _average_precision(heat[rows, cols].ravel(), heat.ravel())
+
+
+def effective_support_ratio(attn_map: ArrayLike) -> float:
+    """Effective attention support ``N_eff / N = exp(H(p)) / N`` of the raw patch map (1: uniform; 1/N: one patch).
+
+    ``p`` is the raw map divided by its sum (no smoothing), ``H`` the Shannon entropy in nats with
+    ``0 log 0 = 0``, ``N`` the number of patches. NaN exactly when :func:`support_problem` gives a reason.
+
+    Examples
+    --------
+    >>> round(effective_support_ratio(np.ones((4, 4))), 12), effective_support_ratio([[0, 1], [1, 0]])
+    (1.0, 0.5)
+    """
+    values = _support_map(attn_map)
+    if isinstance(values, str):
+        return float("nan")
+    p = values.ravel() / values.sum()
+    return float(np.exp(special.entr(p).sum()) / p.size)
+
+
+def support_problem(attn_map: ArrayLike) -> str | None:
+    """Why :func:`effective_support_ratio` gives NaN (not 2-D, empty, NaN/inf, negative, zero sum), or None.
+
+    Examples
+    --------
+    >>> support_problem([[0.5, -0.1]])
+    'attention map has negative values'
+    """
+    values = _support_map(attn_map)
+    return values if isinstance(values, str) else None
+
+
+def cross_query_correlation(maps: Sequence[ArrayLike] | np.ndarray, *, image_size: ImageSize | None = None,
+                            sigma: float = 3.0) -> float:
+    """Mean pairwise Pearson correlation of K heat maps of one image (1: the query changes nothing).
+
+    Appendix C.4 uses K = 3: the true entity and two entities from other samples. With ``image_size`` each
+    raw map first goes through :func:`heat_map` (the paper's heat maps); without it the arrays are correlated
+    as given (any shape, the same for all), e.g. precomputed heat maps or raw patch maps.
+
+    Returns
+    -------
+    float
+        Mean over the K(K-1)/2 pairs, in [-1, 1]; NaN exactly when :func:`correlation_problem` gives a reason.
+
+    Examples
+    --------
+    >>> a = np.array([[0.0, 1.0], [2.0, 3.0]])
+    >>> round(cross_query_correlation([a, 2 * a + 1, -a]), 12)
+    -0.333333333333
+    """
+    rows = _correlation_rows(maps, image_size, sigma)
+    if isinstance(rows, str):
+        return float("nan")
+    centred = rows - rows.mean(axis=1, keepdims=True)
+    unit = centred / np.linalg.norm(centred, axis=1, keepdims=True)
+    return float((unit @ unit.T)[np.triu_indices(len(unit), k=1)].mean())
+
+
+def correlation_problem(maps: Sequence[ArrayLike] | np.ndarray, *, image_size: ImageSize | None = None,
+                        sigma: float = 3.0) -> str | None:
+    """Why :func:`cross_query_correlation` gives NaN (fewer than two maps, a bad or constant map, shapes differ).
+
+    With ``image_size`` a raw map is checked as :func:`grounding_problem` checks it, and the image size too.
+
+    Examples
+    --------
+    >>> correlation_problem([np.ones((2, 2)), np.eye(2)])
+    'a map is constant'
+    """
+    rows = _correlation_rows(maps, image_size, sigma)
+    return rows if isinstance(rows, str) else None
+
+
+def _check_q(q: float) -> None:
+    if not 0 < q <= 1:
+        raise ValueError(f"q is the attended fraction of the image and must be in (0, 1], got {q!r}")
+
+
+def _check_sigma(sigma: float) -> None:
+    if not (math.isfinite(sigma) and sigma >= 0):
+        raise ValueError(f"sigma is the smoothing width in patches and must be finite and >= 0, got {sigma!r}")
+
+
+def _finite_map(attn_map: ArrayLike) -> np.ndarray | str:
+    try:
+        values = np.asarray(attn_map, dtype=float)
+    except (TypeError, ValueError):  # ragged lists, strings, objects
+        return MAP_NOT_2D
+    if values.ndim != 2:
+        return MAP_NOT_2D
+    if values.size == 0:
+        return MAP_EMPTY
+    return values if np.isfinite(values).all() else MAP_NOT_FINITE
+
+
+def _patch_heat(attn_map: ArrayLike, sigma: float) -> np.ndarray | str:
+    """The smoothed, min–max normalised patch map, or why there is none."""
+    values = _finite_map(attn_map)
+    if isinstance(values, str):
+        return values
+    smooth = ndimage.gaussian_filter(values, sigma, mode=SMOOTHING_MODE) if sigma > 0 else values
+    low, high = float(smooth.min()), float(smooth.max())
+    if high - low <= _FLAT * float(np.abs(smooth).max()):  # normalising would blow rounding noise up to [0, 1]
+        return MAP_CONSTANT
+    return (smooth - low) / (high - low)
+
+
+def _image_shape(image_size: ImageSize) -> tuple[int, int] | str:
+    try:
+        width, height = (float(side) for side in image_size)
+    except (TypeError, ValueError):
+        return BAD_IMAGE_SIZE
+    if not all(math.isfinite(side) and side >= 1 and side == int(side) for side in (width, height)):
+        return BAD_IMAGE_SIZE
+    return int(height), int(width)
+
+
+def _box_slices(box: Box, shape: tuple[int, int]) -> tuple[slice, slice] | str:
+    try:
+        coords = np.asarray(box, dtype=float)
+    except (TypeError, ValueError):
+        return BOX_MALFORMED
+    if coords.shape != (4,) or not np.isfinite(coords).all():
+        return BOX_MALFORMED
+    x_min, y_min, x_max, y_max = coords.tolist()
+    if x_max < x_min or y_max < y_min:
+        return BOX_INVERTED
+    if x_max == x_min or y_max == y_min:
+        return BOX_ZERO_AREA
+    height, width = shape
+    if x_max <= 0 or y_max <= 0 or x_min >= width or y_min >= height:
+        return BOX_OUTSIDE
+    # Pixel i is in when its centre i + 0.5 is in [low, high): i from ceil(low - 0.5) to ceil(high - 0.5) - 1.
+    first_col, end_col = (min(max(math.ceil(v - 0.5), 0), width) for v in (x_min, x_max))
+    first_row, end_row = (min(max(math.ceil(v - 0.5), 0), height) for v in (y_min, y_max))
+    if first_col >= end_col or first_row >= end_row:
+        return BOX_NO_PIXEL
+    return slice(first_row, end_row), slice(first_col, end_col)
+
+
+def _prepare(attn_map: ArrayLike, box: Box, image_size: ImageSize, sigma: float) -> _Prepared | str:
+    normalised = _patch_heat(attn_map, sigma)
+    if isinstance(normalised, str):
+        return normalised
+    shape = _image_shape(image_size)
+    if isinstance(shape, str):
+        return shape
+    slices = _box_slices(box, shape)
+    return slices if isinstance(slices, str) else (normalised, shape, *slices)
+
+
+@lru_cache(maxsize=64)
+def _bilinear_taps(n_out: int, n_in: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """For each output pixel: the two source indices and the weight of the second (half-pixel centres)."""
+    source = np.clip((np.arange(n_out) + 0.5) * (n_in / n_out) - 0.5, 0, n_in - 1)
+    lower = np.floor(source).astype(np.intp)
+    taps = (lower, np.minimum(lower + 1, n_in - 1), source - lower)
+    for array in taps:
+        array.setflags(write=False)  # shared through the cache
+    return taps
+
+
+def _upsample(patch_map: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    # Separable, columns then rows as torch does; gathers and in-place products, no per-pixel Python loop.
+    # Elementwise, not a BLAS product: clamped edge pixels get weights exactly (1, 0), so they tie exactly.
+    height, width = shape
+    col_lo, col_hi, col_w = _bilinear_taps(width, patch_map.shape[1])
+    row_lo, row_hi, row_w = _bilinear_taps(height, patch_map.shape[0])
+    columns = patch_map[:, col_lo] * (1 - col_w) + patch_map[:, col_hi] * col_w  # (Hp, W)
+    heat = columns[row_lo]
+    heat *= (1 - row_w)[:, None]
+    below = columns[row_hi]
+    below *= row_w[:, None]
+    heat += below
+    return heat
+
+
+def _top_fraction(heat: np.ndarray, q: float) -> np.ndarray:
+    values = heat.ravel()
+    target = q * values.size
+    k = min(max(math.floor(target + 0.5), 1), values.size)
+    kth = np.partition(values, values.size - k)[values.size - k]  # the k-th hottest value, O(n)
+    with_ties, without_ties = int(np.count_nonzero(values >= kth)), int(np.count_nonzero(values > kth))
+    # The two superlevel sets whose sizes bracket k; ties at kth go in or out together.
+    if without_ties and target - without_ties < with_ties - target:
+        return heat > kth
+    return heat >= kth
+
+
+def _average_precision(positive: np.ndarray, scores: np.ndarray) -> float:
+    # Recall only grows at the distinct positive scores, so the sum needs no other threshold: at each one,
+    # recall gains the positives of that score, and precision = positives / pixels scoring at least it.
+    ranked_positive, ranked = np.sort(positive), np.sort(scores)
+    starts = np.flatnonzero(np.r_[True, ranked_positive[1:] != ranked_positive[:-1]])
+    thresholds = ranked_positive[starts]
+    true_positives = positive.size - starts
+    predicted = scores.size - np.searchsorted(ranked, thresholds, side="left")
+    gained = np.diff(np.r_[starts, positive.size])
+    return float(np.sum(gained * (true_positives / predicted)) / positive.size)
+
+
+def _support_map(attn_map: ArrayLike) -> np.ndarray | str:
+    values = _finite_map(attn_map)
+    if isinstance(values, str):
+        return values
+    if (values < 0).any():
+        return MAP_NEGATIVE
+    return values if values.sum() > 0 else MAP_ZERO
+
+
+def _correlation_rows(maps: Sequence[ArrayLike] | np.ndarray, image_size: ImageSize | None,
+                      sigma: float) -> np.ndarray | str:
+    _check_sigma(sigma)
+    if len(maps) < 2:
+        return TOO_FEW_MAPS
+    arrays: list[np.ndarray] = []
+    shape = None if image_size is None else _image_shape(image_size)
+    if isinstance(shape, str):
+        return shape
+    for raw in maps:
+        values = _finite_array(raw) if shape is None else _patch_heat(raw, sigma)
+        if isinstance(values, str):
+            return values
+        arrays.append(values if shape is None else _upsample(values, shape))
+    if any(values.shape != arrays[0].shape for values in arrays):
+        return SHAPE_MISMATCH
+    rows = np.stack([values.ravel() for values in arrays])
+    spread = rows.max(axis=1) - rows.min(axis=1)
+    if (spread <= _FLAT * np.abs(rows).max(axis=1)).any():  # Pearson is undefined for a constant map
+        return CONSTANT_MAP
+    return rows
+
+
+def _finite_array(values: ArrayLike) -> np.ndarray | str:
+    try:
+        array = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        return NOT_NUMERIC
+    if array.size == 0:
+        return MAP_EMPTY
+    return array if np.isfinite(array).all() else MAP_NOT_FINITE
