@@ -43,15 +43,13 @@ def with_readable_images(docs: datasets.Dataset) -> datasets.Dataset:
     """Check every image once; an unreadable one is replaced by a blank placeholder and its error kept in
     ``image_error``, so the item is scored invalid with that reason instead of failing the run."""
     raw = docs.cast_column("image", datasets.Image(decode=False))
-    errors, images = [], []
-    for value in raw["image"]:
-        error = _image_error(value)
-        errors.append(error)
-        images.append(_PLACEHOLDER if error else value)
-    if not any(errors):
-        return docs.add_column("image_error", errors)
-    fixed = raw.remove_columns("image").add_column("image", images, feature=datasets.Image(decode=False))
-    return fixed.cast_column("image", docs.features["image"]).add_column("image_error", errors)
+    batches = raw.select_columns("image").iter(batch_size=256)  # batches bound the bytes held at once
+    errors = [_image_error(value) for batch in batches for value in batch["image"]]
+    if any(errors):
+        images = [_PLACEHOLDER if error else value for error, value in zip(errors, raw["image"], strict=True)]
+        raw = raw.remove_columns("image").add_column("image", images, feature=datasets.Image(decode=False))
+        docs = raw.cast_column("image", docs.features["image"])
+    return docs.add_column("image_error", errors)
 
 
 def _image_error(value: dict | None) -> str:
@@ -87,9 +85,12 @@ def _condition(docs: datasets.Dataset, condition: str) -> datasets.Dataset:
 
 
 def subset_keys(docs: datasets.Dataset) -> list[str]:
-    """The subset an item belongs to for swaps: its dimension where the data has one, else its source."""
-    column = "dimension" if "dimension" in docs.column_names else "source"
-    return [str(value) for value in docs[column]] if column in docs.column_names else [""] * len(docs)
+    """The subset an item belongs to for swaps: its dimension where it has one, else its source."""
+    def column(name: str) -> list:
+        return list(docs[name]) if name in docs.column_names else [None] * len(docs)
+
+    return [str(d) if d is not None else str(s or "") for d, s in zip(column("dimension"), column("source"),
+                                                                          strict=True)]
 
 
 def swap_partners(keys: Sequence[str], *, same: bool, seed: int = SWAP_SEED) -> list[int]:

@@ -1,0 +1,108 @@
+"""MedXpertQA MM as published (hub ``MM/test.jsonl`` + ``images.zip``), restricted to pathology images.
+
+A row is ``{"id": "MM-26", "question": "... Answer Choices: (A) ... (E) ...", "options": {"A": ..., "E": ...},
+"label": "C", "images": ["MM-26-a.jpeg"], "medical_task", "body_system", "question_type"}``. The release has
+no image-type field, so the pathology subset is chosen by what the question says about its image
+(:data:`PATHOLOGY`), or by an explicit id list (:data:`ID_LIST`) where one is supplied.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import datasets
+from PIL import Image
+
+from pathbind_tasks.common.conditions import IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
+from pathbind_tasks.sources.raw import (
+    MCQ_FEATURES,
+    data_folder,
+    image_path,
+    image_root,
+    letter_answer,
+    report_unmapped,
+    require,
+    rows_to_docs,
+    unique_ids,
+)
+
+DATASET = "MedXpertQA-MM"
+DATA_NAME = "medxpert_path"  # $PATHBIND_DATA/medxpert_path/ holds test.jsonl and images/
+HUB_CACHE = "medxpertqa"  # the YAMLs' dataset_kwargs.cache_dir: where lmms-eval unzips images.zip
+COLUMNS = ("id", "question", "options", "label", "images")
+ID_LIST = "pathology_ids.txt"  # optional, beside the data: one MedXpertQA id per line replaces the rule below
+# The question names a microscopic / histological image; matched on the stem (answer choices removed).
+PATHOLOGY = re.compile(
+    r"micrograph|histolog|histopatholog|\bH\s?&\s?E\b|ha?ematoxylin|immunohistochem|immunostain|microscop|"
+    r"cytolog|\bsmear\b|biopsy (?:specimen|sample)|tissue section|frozen section|pathology slide",
+    re.IGNORECASE)
+_CHOICES = re.compile(r"\s*Answer Choices:.*\Z", re.DOTALL)
+
+
+def stem(question: str) -> str:
+    """The question without the "Answer Choices: (A) ... (E) ..." tail the release appends."""
+    return _CHOICES.sub("", question).strip()
+
+
+def is_pathology(question: str) -> bool:
+    """True when the question stem says its image is microscopic or histological."""
+    return PATHOLOGY.search(stem(question)) is not None
+
+
+def convert(dataset: datasets.Dataset) -> datasets.Dataset:
+    """The pathology items (by :data:`ID_LIST` if present, else :func:`is_pathology`) as MCQ documents."""
+    require(dataset.column_names, COLUMNS, dataset=DATASET, folder="medxpert_path")
+    folder = data_folder(DATA_NAME)
+    id_list = folder / ID_LIST if folder is not None else None
+    if id_list is not None and id_list.is_file():
+        wanted = {line.strip() for line in id_list.read_text(encoding="utf-8").splitlines() if line.strip()}
+        selected = [row for row in dataset if str(row["id"]) in wanted]
+    else:
+        selected = [row for row in dataset if is_pathology(str(row["question"] or ""))]
+    root = image_root(DATA_NAME, dataset=DATASET, cache_dir=HUB_CACHE)
+    ids = unique_ids([str(row["id"]) for row in selected], dataset=DATASET)
+    rows = [_row(doc_id, row, root) for doc_id, row in zip(ids, selected, strict=True)]
+    report_unmapped([row.pop("letter") for row in rows], dataset=DATASET)
+    return rows_to_docs(rows, MCQ_FEATURES, dataset=f"{DATASET} pathology")
+
+
+def _row(doc_id: str, row: dict[str, Any], root: Path) -> dict[str, Any]:
+    letters = sorted(key for key, value in (row["options"] or {}).items() if value is not None)
+    label = letter_answer(row["label"], 26)
+    letter = chr(ord("A") + letters.index(label)) if label in letters else None
+    return {"id": doc_id, "image": _image([image_path(name, root, ("images", "")) for name in row["images"] or []]),
+            "question": stem(str(row["question"])), "options": [str(row["options"][key]) for key in letters],
+            "answer": letter or str(row["label"]), "dimension": None, "source": DATASET, "letter": letter}
+
+
+def _image(paths: list[str]) -> str | dict[str, Any] | None:
+    """One image file, or several pasted side by side (the schema holds one image per item). A file that is
+    absent or unreadable is passed on as its path, for the image check to report."""
+    if len(paths) <= 1:
+        return paths[0] if paths else None
+    try:
+        return {"bytes": montage([Image.open(path) for path in paths]), "path": None}
+    except Exception:  # pass on the first bad file: the image check names it
+        return next((path for path in paths if not Path(path).is_file()), paths[0])
+
+
+def montage(images: Sequence[Image.Image], *, height: int = 768, gap: int = 16) -> bytes:
+    """PNG of the images in order, left to right at a common height, on white."""
+    scaled = [image.convert("RGB").resize((max(1, round(image.width * height / image.height)), height))
+              for image in images]
+    canvas = Image.new("RGB", (sum(i.width for i in scaled) + gap * (len(scaled) - 1), height), (255, 255, 255))
+    x = 0
+    for image in scaled:
+        canvas.paste(image, (x, 0))
+        x += image.width + gap
+    buffer = io.BytesIO()
+    canvas.save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+process_docs = with_conditions(WITH_AND_WITHOUT_IMAGE, convert)
+process_docs_image = with_conditions(IMAGE_ONLY, convert)

@@ -1,0 +1,73 @@
+"""OmniMedVQA QA records, as its release ships them, restricted to microscopy: the task schema.
+
+A record (``QA_information/<Open|Restricted>-access/<dataset>.json`` holds a list of them) is
+``{"question_id", "dataset", "question_type", "question", "gt_answer", "image_path", "option_A", "option_B",
+["option_C", "option_D",] "modality_type"}``; ``gt_answer`` is the text of one option and ``image_path`` is
+relative to the OmniMedVQA root (``Images/<dataset>/...``). One release file spells ``modality_type`` as
+``modality``; both are read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import datasets
+
+from pathbind_tasks.common.conditions import IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
+from pathbind_tasks.sources.raw import (
+    MCQ_FEATURES,
+    data_folder,
+    image_path,
+    image_root,
+    report_unmapped,
+    require,
+    rows_to_docs,
+    text_answer,
+    unique_ids,
+)
+
+DATASET = "OmniMedVQA"
+DATA_NAME = "omnimed_bright"  # $PATHBIND_DATA/omnimed_bright/ holds test.json and the Images/ tree
+COLUMNS = ("question_id", "question", "gt_answer", "image_path", "option_A", "option_B")
+OPTION_KEYS = ("option_A", "option_B", "option_C", "option_D")
+MICROSCOPY = "Microscopy Images"  # OmniMedVQA's modality_type of light-microscopy (bright-field) images
+ID_LIST = "question_ids.txt"  # optional, beside the data: one question_id per line replaces the modality rule
+
+
+def modality(row: dict[str, Any]) -> str | None:
+    """The record's modality (``modality_type``, or ``modality`` in the one file that spells it so)."""
+    value = row.get("modality_type") or row.get("modality")
+    return None if value is None else str(value).strip()
+
+
+def convert(dataset: datasets.Dataset) -> datasets.Dataset:
+    """The records listed in :data:`ID_LIST` if present, else the microscopy ones (all, when the data names no
+    modality), as MCQ documents."""
+    require(dataset.column_names, COLUMNS, dataset=DATASET, folder="omnimed_bright")
+    folder = data_folder(DATA_NAME)
+    id_list = folder / ID_LIST if folder is not None else None
+    has_modality = bool({"modality_type", "modality"} & set(dataset.column_names))
+    if id_list is not None and id_list.is_file():
+        wanted = {line.strip() for line in id_list.read_text(encoding="utf-8").splitlines() if line.strip()}
+        selected = [row for row in dataset if str(row["question_id"]) in wanted]
+    else:
+        selected = [row for row in dataset if not has_modality or modality(row) == MICROSCOPY]
+    root = image_root(DATA_NAME, dataset=DATASET)
+    ids = unique_ids([str(row["question_id"]) for row in selected], dataset=DATASET)
+    rows = [_row(doc_id, row, root) for doc_id, row in zip(ids, selected, strict=True)]
+    report_unmapped([row.pop("letter") for row in rows], dataset=DATASET)
+    return rows_to_docs(rows, MCQ_FEATURES, dataset=f"{DATASET} microscopy")
+
+
+def _row(doc_id: str, row: dict[str, Any], root: Path) -> dict[str, Any]:
+    options = [str(row[key]).strip() for key in OPTION_KEYS if row.get(key) is not None]
+    letter = text_answer(row["gt_answer"], options)
+    return {"id": doc_id, "image": image_path(str(row["image_path"] or ""), root, ("", "OmniMedVQA")),
+            "question": str(row["question"] or "").strip(), "options": options,
+            "answer": letter or str(row["gt_answer"]), "dimension": None,
+            "source": f"{DATASET}/{row['dataset']}" if row.get("dataset") else DATASET, "letter": letter}
+
+
+process_docs = with_conditions(WITH_AND_WITHOUT_IMAGE, convert)
+process_docs_image = with_conditions(IMAGE_ONLY, convert)

@@ -1,0 +1,28 @@
+"""Path-VQA as published on the hub (``image, question, answer``): its yes/no questions in the task schema."""
+
+from __future__ import annotations
+
+import datasets
+
+from pathbind_tasks.common.conditions import IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
+from pathbind_tasks.sources.raw import YES_NO_FEATURES, embedded_docs, require, yes_no
+
+DATASET = "Path-VQA"
+COLUMNS = ("image", "question", "answer")
+
+
+def convert(dataset: datasets.Dataset) -> datasets.Dataset:
+    """Keep the items answered yes or no (the closed-ended half); ids are ``path_vqa-<split>-<row>``."""
+    require(dataset.column_names, COLUMNS, dataset=DATASET, folder="path_vqa")
+    answers = [yes_no(answer) for answer in dataset["answer"]]
+    keep = [row for row, answer in enumerate(answers) if answer]
+    questions = dataset["question"]
+    prefix = f"path_vqa-{dataset.split}-" if dataset.split else "path_vqa-"
+    columns = {"id": [f"{prefix}{row}" for row in keep], "question": [questions[row] for row in keep],
+               "answer": [answers[row] for row in keep], "dimension": [None] * len(keep),
+               "source": [DATASET] * len(keep)}
+    return embedded_docs(dataset, keep, columns, YES_NO_FEATURES)
+
+
+process_docs = with_conditions(WITH_AND_WITHOUT_IMAGE, convert)
+process_docs_image = with_conditions(IMAGE_ONLY, convert)

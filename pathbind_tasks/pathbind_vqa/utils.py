@@ -1,0 +1,68 @@
+"""The PathBind release's local format: ``id, image, question, options, answer, dimension, source``.
+
+``image`` is an image column (embedded bytes) or a file path relative to the data folder; ``options`` the
+option texts in letter order; ``answer`` the correct letter; ``dimension`` D1-D6 (VQA) or D1-D5 (PTA).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import datasets
+
+from pathbind_tasks.common.conditions import ABLATIONS, IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
+from pathbind_tasks.sources.raw import (
+    MCQ_FEATURES,
+    embedded_docs,
+    image_path,
+    image_root,
+    letter_answer,
+    report_unmapped,
+    require,
+    rows_to_docs,
+    unique_ids,
+)
+
+COLUMNS = ("id", "image", "question", "options", "answer", "dimension", "source")
+
+
+def make_converter(data_name: str, label: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
+    """A converter for the set read from ``$PATHBIND_DATA/<data_name>/``."""
+
+    def convert(dataset: datasets.Dataset) -> datasets.Dataset:
+        require(dataset.column_names, COLUMNS, dataset=label, folder="pathbind_vqa")
+        text = dataset.remove_columns("image").to_list()
+        letters = [letter_answer(row["answer"], len(row["options"] or [])) for row in text]
+        report_unmapped(letters, dataset=label)
+        columns: dict[str, list[Any]] = {
+            "id": unique_ids([str(row["id"]) for row in text], dataset=label),
+            "question": [str(row["question"] or "") for row in text],
+            "options": [[str(option) for option in row["options"] or []] for row in text],
+            "answer": [letter or str(row["answer"]) for row, letter in zip(text, letters, strict=True)],
+            "dimension": [None if row["dimension"] is None else str(row["dimension"]) for row in text],
+            "source": [None if row["source"] is None else str(row["source"]) for row in text]}
+        if _is_image(dataset.features["image"]):
+            return embedded_docs(dataset, range(len(dataset)), columns, MCQ_FEATURES)
+        root = image_root(data_name, dataset=label)
+        images = [image_path(str(name or ""), root, ("", "images")) for name in dataset["image"]]
+        rows = [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
+        return rows_to_docs([{**row, "image": image} for row, image in zip(rows, images, strict=True)], MCQ_FEATURES,
+                            dataset=label)
+
+    return convert
+
+
+def _is_image(feature: Any) -> bool:
+    """An image column: datasets' Image, or ``{bytes, path}`` as parquet written without its metadata."""
+    return isinstance(feature, datasets.Image) or (isinstance(feature, dict) and set(feature) == {"bytes", "path"})
+
+
+convert_vqa = make_converter("pathbind_vqa", "PathBind-VQA")
+convert_pta = make_converter("pathbind_pta", "PathBind-PTA")
+process_docs_vqa = with_conditions(WITH_AND_WITHOUT_IMAGE, convert_vqa)
+process_docs_vqa_image = with_conditions(IMAGE_ONLY, convert_vqa)
+process_docs_pta = with_conditions(WITH_AND_WITHOUT_IMAGE, convert_pta)
+process_docs_pta_image = with_conditions(IMAGE_ONLY, convert_pta)
+process_docs_vqa_ablation = with_conditions(ABLATIONS, convert_vqa)
+process_docs_pta_ablation = with_conditions(ABLATIONS, convert_pta)
