@@ -42,7 +42,7 @@ def cmd_doctor(args: argparse.Namespace, pm: PluginManager) -> int:
 
 
 def cmd_summary(args: argparse.Namespace, pm: PluginManager) -> int:
-    from pathbind.summary import find_results, summary_rows
+    from pathbind.summary import dimension_rows, find_results, summary_rows
 
     files = find_results(args.paths)
     if not files:
@@ -56,7 +56,8 @@ def cmd_summary(args: argparse.Namespace, pm: PluginManager) -> int:
     tables: dict[tuple[str, ...], list[dict]] = {}  # tasks reporting the same metrics share a table
     for row in rows:
         tables.setdefault(tuple(row), []).append(row)
-    print("\n\n".join(format_table(table) for table in tables.values()))
+    dimensions = [row for file in files for row in dimension_rows(file)]
+    print("\n\n".join(format_table(table) for table in [*tables.values(), dimensions] if table))
     print(f"\nfrom {len(files)} result file(s): " + ", ".join(map(str, files)))
     return 0
 

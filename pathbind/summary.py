@@ -26,3 +26,12 @@ def summary_rows(result_file: Path) -> list[dict[str, Any]]:
         if values:
             rows.append({"model": model, "task": task, **values})
     return rows
+
+
+def dimension_rows(result_file: Path) -> list[dict[str, Any]]:
+    """One row per task and diagnostic dimension, from each task's ``by_dimension`` metric."""
+    data = json.loads(result_file.read_text(encoding="utf-8"))
+    model = data.get("config", {}).get("model", "?")
+    return [{"model": model, "task": task, "dimension": dimension, **figures}
+            for task, metrics in sorted(data.get("results", {}).items())
+            for dimension, figures in sorted((metrics.get("by_dimension,none") or {}).items())]

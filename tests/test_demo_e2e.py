@@ -110,3 +110,14 @@ def test_controls_answer_tasks_that_are_not_ours(tmp_path):
     log = next(result["out"].rglob("*example_stain_check.jsonl"))
     answers = [json.loads(line)["filtered_resps"] for line in log.read_text().splitlines()]
     assert len(answers) == 4 and all(isinstance(a, str) and a.strip() for a in answers)
+
+
+def test_summary_prints_headline_ablation_and_dimension_tables(control, tmp_path):
+    """`pathbind summary` turns the results into three tables: headline, ablations, per dimension."""
+    done = run([str(BIN / "pathbind"), "summary", str(control["out"])], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    tables = done.stdout.split("\n\n")
+    assert tables[0].splitlines()[0].split() == ["MODEL", "TASK", "ACC_IMAGE", "ACC_TEXT", "MG", "INVALID_RATE"]
+    assert "DROP_BLUR_16" in tables[1]
+    rows = [line.split() for line in tables[2].splitlines()[1:]]
+    assert rows[3][:4] == ["pathbind_control", "pathbind_demo_vqa", "D4", "100.0"]
