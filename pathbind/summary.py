@@ -15,12 +15,16 @@ def find_results(paths: list[Path]) -> list[Path]:
     return found
 
 
-def summary_rows(result_file: Path) -> list[dict[str, Any]]:
-    """One row per task: model, task, then each metric (filter suffix and stderr entries dropped)."""
+def _load(result_file: Path) -> tuple[str, dict[str, dict[str, Any]]]:
     data = json.loads(result_file.read_text(encoding="utf-8"))
-    model = data.get("config", {}).get("model", "?")
+    return data.get("config", {}).get("model", "?"), data.get("results", {})
+
+
+def summary_rows(result_file: Path) -> list[dict[str, Any]]:
+    """One row per task: model, task, then each scalar metric (filter suffix and stderr entries dropped)."""
+    model, results = _load(result_file)
     rows = []
-    for task, metrics in sorted(data.get("results", {}).items()):
+    for task, metrics in sorted(results.items()):
         values = {key.split(",")[0]: value for key, value in metrics.items()
                   if "," in key and "_stderr" not in key and isinstance(value, int | float)}
         if values:
@@ -30,8 +34,7 @@ def summary_rows(result_file: Path) -> list[dict[str, Any]]:
 
 def dimension_rows(result_file: Path) -> list[dict[str, Any]]:
     """One row per task and diagnostic dimension, from each task's ``by_dimension`` metric."""
-    data = json.loads(result_file.read_text(encoding="utf-8"))
-    model = data.get("config", {}).get("model", "?")
+    model, results = _load(result_file)
     return [{"model": model, "task": task, "dimension": dimension, **figures}
-            for task, metrics in sorted(data.get("results", {}).items())
+            for task, metrics in sorted(results.items())
             for dimension, figures in sorted((metrics.get("by_dimension,none") or {}).items())]

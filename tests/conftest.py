@@ -24,6 +24,15 @@ def pm():
     return make_plugin_manager()
 
 
+@pytest.fixture(scope="session")
+def task_manager():
+    """lmms-eval's TaskManager built the way its CLI builds it, after the bridge ran."""
+    from lmms_eval.models import MODEL_REGISTRY_V2  # noqa: F401 - importing runs the model entry points
+    from lmms_eval.tasks import TaskManager
+
+    return TaskManager("ERROR")
+
+
 def run(command: list[str], cwd: Path, env: dict[str, str] | None = None,
         timeout: int = 600) -> subprocess.CompletedProcess:
     """Run an installed tool away from the source tree, offline, capturing its output."""

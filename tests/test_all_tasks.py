@@ -12,14 +12,6 @@ TASKS = sorted(e.name for e in plugin_tasks(make_plugin_manager())
                if e.kind == "task" and e.data is not None and e.data.local_files)
 
 
-@pytest.fixture(scope="module")
-def task_manager():
-    from lmms_eval.models import MODEL_REGISTRY_V2  # noqa: F401 - importing runs the model entry points
-    from lmms_eval.tasks import TaskManager
-
-    return TaskManager("ERROR")
-
-
 @pytest.mark.parametrize("name", TASKS)
 def test_task_builds_and_renders_two_documents(task_manager, name):
     """lmms-eval builds the task from its YAML; two docs give a prompt string and a list of visuals."""

@@ -4,22 +4,12 @@ from __future__ import annotations
 
 from importlib.metadata import version
 
-import pytest
 from conftest import write_plugin
 
 from pathbind import make_plugin_manager
 from pathbind.bridge import install_task_hook, lmms_eval_models, lmms_eval_task_dirs, shadowed_tasks
 from pathbind.catalog import plugin_tasks
 from pathbind.doctor import TESTED_LMMS_EVAL
-
-
-@pytest.fixture(scope="module")
-def task_manager():
-    """lmms-eval's TaskManager built the way its CLI builds it, after the bridge ran."""
-    from lmms_eval.models import MODEL_REGISTRY_V2  # noqa: F401 - importing runs the model entry points
-    from lmms_eval.tasks import TaskManager
-
-    return TaskManager("ERROR")
 
 
 def test_the_pinned_lmms_eval_is_the_tested_one():

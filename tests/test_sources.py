@@ -432,14 +432,6 @@ def reads_declared_files(root: Path) -> bool:
     return str(root / "pathmmu" / "data.json") in json.dumps(config.get("dataset_kwargs"))
 
 
-@pytest.fixture(scope="module")
-def task_manager():
-    from lmms_eval.models import MODEL_REGISTRY_V2  # noqa: F401 - importing runs the model entry points
-    from lmms_eval.tasks import TaskManager
-
-    return TaskManager("ERROR")
-
-
 @pytest.mark.parametrize("name", OWN_TASKS)
 def test_every_task_builds_and_renders_from_its_data_folder(task_manager, cli_root, monkeypatch, name):
     """lmms-eval builds each task and variant from its PATHBIND_DATA copy; two docs render a prompt and visuals."""

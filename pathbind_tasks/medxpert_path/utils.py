@@ -20,7 +20,7 @@ from PIL import Image
 from pathbind_tasks.common.conditions import IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
 from pathbind_tasks.sources.raw import (
     MCQ_FEATURES,
-    data_folder,
+    id_list,
     image_path,
     image_root,
     letter_answer,
@@ -56,10 +56,8 @@ def is_pathology(question: str) -> bool:
 def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     """The pathology items (by :data:`ID_LIST` if present, else :func:`is_pathology`) as MCQ documents."""
     require(dataset.column_names, COLUMNS, dataset=DATASET, folder="medxpert_path")
-    folder = data_folder(DATA_NAME)
-    id_list = folder / ID_LIST if folder is not None else None
-    if id_list is not None and id_list.is_file():
-        wanted = {line.strip() for line in id_list.read_text(encoding="utf-8").splitlines() if line.strip()}
+    wanted = id_list(DATA_NAME, ID_LIST)
+    if wanted is not None:
         selected = [row for row in dataset if str(row["id"]) in wanted]
     else:
         selected = [row for row in dataset if is_pathology(str(row["question"] or ""))]

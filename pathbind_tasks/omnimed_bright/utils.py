@@ -17,7 +17,7 @@ import datasets
 from pathbind_tasks.common.conditions import IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
 from pathbind_tasks.sources.raw import (
     MCQ_FEATURES,
-    data_folder,
+    id_list,
     image_path,
     image_root,
     report_unmapped,
@@ -45,11 +45,9 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     """The records listed in :data:`ID_LIST` if present, else the microscopy ones (all, when the data names no
     modality), as MCQ documents."""
     require(dataset.column_names, COLUMNS, dataset=DATASET, folder="omnimed_bright")
-    folder = data_folder(DATA_NAME)
-    id_list = folder / ID_LIST if folder is not None else None
+    wanted = id_list(DATA_NAME, ID_LIST)
     has_modality = bool({"modality_type", "modality"} & set(dataset.column_names))
-    if id_list is not None and id_list.is_file():
-        wanted = {line.strip() for line in id_list.read_text(encoding="utf-8").splitlines() if line.strip()}
+    if wanted is not None:
         selected = [row for row in dataset if str(row["question_id"]) in wanted]
     else:
         selected = [row for row in dataset if not has_modality or modality(row) == MICROSCOPY]

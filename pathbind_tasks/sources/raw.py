@@ -100,6 +100,15 @@ def data_folder(name: str) -> Path | None:
     return override_dir(name)
 
 
+def id_list(name: str, file_name: str) -> set[str] | None:
+    """The ids listed one per line in ``$PATHBIND_DATA/<name>/<file_name>``, if that file exists."""
+    folder = data_folder(name)
+    path = folder / file_name if folder is not None else None
+    if path is None or not path.is_file():
+        return None
+    return {line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip()}
+
+
 def hub_cache(cache_dir: str) -> Path:
     """Where lmms-eval unpacks a hub dataset's archives (``dataset_kwargs: {video: true, cache_dir: ...}``)."""
     return Path(os.path.expanduser(os.getenv("HF_HOME", "~/.cache/huggingface/"))) / cache_dir
