@@ -28,6 +28,7 @@ demo: install
 	$(OFFLINE) $(BIN)/lmms_eval --model pathbind_control --tasks pathbind_demo --output_path $(OUT)/pathbind_control --log_samples
 	$(OFFLINE) $(BIN)/lmms_eval --model pathbind_blind --tasks pathbind_demo --output_path $(OUT)/pathbind_blind --log_samples
 	$(BIN)/pathbind summary $(OUT)
+	$(OFFLINE) $(BIN)/pathbind report $(OUT)/pathbind_control $(OUT)/pathbind_blind --out $(OUT)/report
 
 lint: install
 	$(BIN)/ruff check pathbind pathbind_tasks pathbind_models pathbind_metrics tests examples benchmarks

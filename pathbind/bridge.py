@@ -3,19 +3,25 @@
 lmms-eval 0.7.3 loads the ``lmms_eval.models`` entry points while importing
 ``lmms_eval.models``, before any TaskManager exists, and has no task entry-point group.
 So :func:`lmms_eval_models` also wraps ``TaskManager.initialize_tasks`` to index the plugins'
-task directories after the built-ins and before ``--include_path``. Nothing here may raise:
-lmms-eval drops every entry-point model if one entry point does.
+task directories after the built-ins and before ``--include_path``; building a TaskManager in
+turn wraps ``lmms_eval.evaluator.evaluate`` to skip tasks the model cannot run
+(:mod:`pathbind.capabilities`) and to add PathBind's run report to the results. Nothing here may
+raise: lmms-eval drops every entry-point model if one entry point does.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
+from pathbind.capabilities import model_capabilities, split_supported
 from pathbind.data import apply_data_root
 from pathbind.plugins import PluginManager, get_plugin_manager
+from pathbind.usage import usage_by_condition
 
 logger = logging.getLogger("pathbind")
 
@@ -77,6 +83,9 @@ def install_task_hook(pm: PluginManager | None = None) -> bool:
 def _indexing_plugin_dirs(original: Any, manager: PluginManager) -> Any:
     @functools.wraps(original)
     def initialize_tasks(self: Any, include_path: Any = None, include_defaults: bool = True) -> dict:
+        # Here, not at entry-point time: lmms_eval.evaluator is still mid-import when the model entry point
+        # runs, and every run builds a TaskManager before it evaluates.
+        install_evaluate_hook()
         user_paths = [include_path] if isinstance(include_path, str) else list(include_path or [])
         dirs = manager.task_dirs()
         index = original(self, include_path=[str(c.value) for c in dirs] + user_paths,
@@ -112,3 +121,82 @@ def shadowed_tasks(task_manager: Any, index: dict, dirs: list) -> list[str]:
                 messages.append(f"task {name!r} of plugin {contribution.plugin!r} ({entry['yaml_path']}) is shadowed "
                                 f"by {winner}; rename it")
     return messages
+
+
+def install_evaluate_hook() -> bool:
+    """Make lmms-eval's ``evaluate`` skip, with a logged reason, the tasks whose ``metadata.pathbind_requires``
+    the model does not offer, and add ``results["pathbind"]`` (skipped tasks, token usage per condition);
+    idempotent. Returns False (and logs why) when this lmms-eval release has no such ``evaluate``.
+    """
+    try:
+        import lmms_eval.evaluator as evaluator
+
+        original = evaluator.evaluate
+        if getattr(original, _HOOK_MARK, False):
+            return True
+        signature = inspect.signature(original)
+        if list(signature.parameters)[:2] != ["lm", "task_dict"] or "log_samples" not in signature.parameters:
+            logger.error("pathbind: this lmms-eval's evaluator.evaluate is not the one PathBind hooks; tasks a "
+                         "model cannot run will fail instead of being skipped")
+            return False
+        evaluator.evaluate = _skipping_unsupported(original, signature)
+        return True
+    except Exception:
+        logger.exception("pathbind: could not hook lmms_eval.evaluator.evaluate")
+        return False
+
+
+def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
+    @functools.wraps(original)
+    def evaluate(*args: Any, **kwargs: Any) -> dict | None:
+        call = signature.bind(*args, **kwargs)
+        kept, skipped = _supported_tasks(call.arguments["task_dict"], call.arguments["lm"],
+                                         call.arguments.get("cli_args"))
+        call.arguments["task_dict"] = kept
+        # lmms-eval's evaluate fails on an empty task dictionary; with every task skipped there is nothing to run.
+        log_samples = call.arguments.get("log_samples", signature.parameters["log_samples"].default)
+        results = original(*call.args, **call.kwargs) if kept else _no_results(log_samples)
+        if isinstance(results, dict):
+            results["pathbind"] = _run_report(results, skipped)
+        return results
+
+    setattr(evaluate, _HOOK_MARK, True)
+    return evaluate
+
+
+def _supported_tasks(task_dict: dict, lm: Any, cli_args: Any) -> tuple[dict, dict[str, str]]:
+    """The tasks ``lm`` can run and, logged, why the others are skipped; every task if the check itself fails."""
+    try:
+        kept, skipped = split_supported(task_dict, model_capabilities(lm), _model_label(lm, cli_args))
+    except Exception:
+        logger.exception("pathbind: could not check the tasks' pathbind_requires; running every task")
+        return task_dict, {}
+    for reason in skipped.values():
+        logger.error("pathbind: %s", reason)
+    return kept, skipped
+
+
+def _run_report(results: dict, skipped: dict[str, str]) -> dict[str, Any]:
+    """``results["pathbind"]``: the skipped tasks with their reasons, token usage per task and condition."""
+    try:
+        usage = usage_by_condition(results.get("samples") or {})
+    except Exception:
+        logger.exception("pathbind: could not sum token usage per condition")
+        usage = {}
+    return {"skipped_tasks": skipped, "usage_by_condition": usage}
+
+
+def _model_label(lm: Any, cli_args: Any = None) -> str:
+    """How messages name the model: the ``--model`` name when run from the CLI, and the class."""
+    cls = type(lm)
+    name = getattr(cli_args, "model", None)
+    return f"{name!r} ({cls.__module__}.{cls.__qualname__})" if name else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _no_results(log_samples: Any) -> dict | None:
+    """What lmms-eval's evaluate returns for a run of zero tasks: the results dict on rank 0, None elsewhere."""
+    if int(os.environ.get("RANK", 0)) != 0:
+        return None
+    empty: dict[str, Any] = {key: {} for key in ("results", "group_subtasks", "configs", "versions", "n-shot",
+                                                 "higher_is_better", "n-samples")}
+    return {**empty, "samples": {}} if log_samples else empty

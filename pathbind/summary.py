@@ -17,7 +17,11 @@ def find_results(paths: list[Path]) -> list[Path]:
 
 def _load(result_file: Path) -> tuple[str, dict[str, dict[str, Any]]]:
     data = json.loads(result_file.read_text(encoding="utf-8"))
-    return data.get("config", {}).get("model", "?"), data.get("results", {})
+    config = data.get("config", {})
+    model = str(config.get("model", "?"))
+    if config.get("model_args"):  # e.g. two pathbind_baseline strategies, or two checkpoints of pathbind_hf
+        model += f" ({config['model_args']})"
+    return model, data.get("results", {})
 
 
 def summary_rows(result_file: Path) -> list[dict[str, Any]]:

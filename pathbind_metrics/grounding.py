@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from functools import lru_cache
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -169,6 +170,39 @@ def pixel_average_precision(attn_map: ArrayLike, box: Box, image_size: ImageSize
     return _average_precision(heat[rows, cols].ravel(), heat.ravel())
 
 
+def region_sweep(attn_map: ArrayLike, box: Box, image_size: ImageSize, *, qs: Sequence[float] = (0.2,),
+                 sigma: float = 3.0) -> dict[str, Any]:
+    """:func:`attention_region_metrics` at every q of ``qs`` and :func:`pixel_average_precision`, from one heat map.
+
+    Identical values to calling those functions one by one, at the cost of one upsampling and one sort.
+
+    Returns
+    -------
+    dict
+        ``{"by_q": {q: {"iou", "precision", "recall"}}, "pixel_ap": float}``; all NaN exactly when
+        :func:`grounding_problem` gives a reason.
+    """
+    for q in qs:
+        _check_q(q)
+    _check_sigma(sigma)
+    prepared = _prepare(attn_map, box, image_size, sigma)
+    if isinstance(prepared, str):
+        return {"by_q": {q: dict.fromkeys(("iou", "precision", "recall"), float("nan")) for q in qs},
+                "pixel_ap": float("nan")}
+    normalised, shape, rows, cols = prepared
+    heat = _upsample(normalised, shape)
+    ranked, in_box = np.sort(heat.ravel()), np.sort(heat[rows, cols].ravel())
+    box_area = in_box.size
+    by_q = {}
+    for q in qs:
+        kth, strict = _top_threshold(ranked, q)
+        side: Literal["left", "right"] = "right" if strict else "left"
+        attended = ranked.size - int(np.searchsorted(ranked, kth, side=side))
+        hit = box_area - int(np.searchsorted(in_box, kth, side=side))
+        by_q[q] = {"iou": hit / (attended + box_area - hit), "precision": hit / attended, "recall": hit / box_area}
+    return {"by_q": by_q, "pixel_ap": _average_precision(in_box, heat.ravel(), ranked=ranked, ranked_positive=in_box)}
+
+
 def effective_support_ratio(attn_map: ArrayLike) -> float:
     """Effective attention support ``N_eff / N = exp(H(p)) / N`` of the raw patch map (1: uniform; 1/N: one patch).
 
@@ -218,12 +252,11 @@ def cross_query_correlation(maps: Sequence[ArrayLike] | np.ndarray, *, image_siz
     >>> round(cross_query_correlation([a, 2 * a + 1, -a]), 12)
     -0.333333333333
     """
-    rows = _correlation_rows(maps, image_size, sigma)
-    if isinstance(rows, str):
+    covariance = _covariance(maps, image_size, sigma)
+    if isinstance(covariance, str):
         return float("nan")
-    centred = rows - rows.mean(axis=1, keepdims=True)
-    unit = centred / np.linalg.norm(centred, axis=1, keepdims=True)
-    return float((unit @ unit.T)[np.triu_indices(len(unit), k=1)].mean())
+    scale = np.sqrt(np.diag(covariance))
+    return float((covariance / np.outer(scale, scale))[np.triu_indices(len(covariance), k=1)].mean())
 
 
 def correlation_problem(maps: Sequence[ArrayLike] | np.ndarray, *, image_size: ImageSize | None = None,
@@ -237,8 +270,8 @@ def correlation_problem(maps: Sequence[ArrayLike] | np.ndarray, *, image_size: I
     >>> correlation_problem([np.ones((2, 2)), np.eye(2)])
     'a map is constant'
     """
-    rows = _correlation_rows(maps, image_size, sigma)
-    return rows if isinstance(rows, str) else None
+    covariance = _covariance(maps, image_size, sigma)
+    return covariance if isinstance(covariance, str) else None
 
 
 def _check_q(q: float) -> None:
@@ -347,20 +380,36 @@ def _upsample(patch_map: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
 
 def _top_fraction(heat: np.ndarray, q: float) -> np.ndarray:
     values = heat.ravel()
-    target = q * values.size
-    k = min(max(math.floor(target + 0.5), 1), values.size)
+    k = _top_count(values.size, q)
     kth = np.partition(values, values.size - k)[values.size - k]  # the k-th hottest value, O(n)
     with_ties, without_ties = int(np.count_nonzero(values >= kth)), int(np.count_nonzero(values > kth))
-    # The two superlevel sets whose sizes bracket k; ties at kth go in or out together.
-    if without_ties and target - without_ties < with_ties - target:
-        return heat > kth
-    return heat >= kth
+    return heat > kth if _exclude_ties(q * values.size, with_ties, without_ties) else heat >= kth
 
 
-def _average_precision(positive: np.ndarray, scores: np.ndarray) -> float:
+def _top_threshold(ranked: np.ndarray, q: float) -> tuple[float, bool]:
+    """:func:`_top_fraction` on ascending ``ranked`` values: (k-th hottest value, whether to drop its ties)."""
+    k = _top_count(ranked.size, q)
+    kth = ranked[ranked.size - k]
+    with_ties = ranked.size - int(np.searchsorted(ranked, kth, side="left"))
+    without_ties = ranked.size - int(np.searchsorted(ranked, kth, side="right"))
+    return float(kth), _exclude_ties(q * ranked.size, with_ties, without_ties)
+
+
+def _top_count(size: int, q: float) -> int:
+    return min(max(math.floor(q * size + 0.5), 1), size)
+
+
+def _exclude_ties(target: float, with_ties: int, without_ties: int) -> bool:
+    # The two superlevel sets whose sizes bracket the target; ties at the k-th value go in or out together.
+    return bool(without_ties) and target - without_ties < with_ties - target
+
+
+def _average_precision(positive: np.ndarray, scores: np.ndarray, *, ranked: np.ndarray | None = None,
+                       ranked_positive: np.ndarray | None = None) -> float:
     # Recall only grows at the distinct positive scores, so the sum needs no other threshold: at each one,
     # recall gains the positives of that score, and precision = positives / pixels scoring at least it.
-    ranked_positive, ranked = np.sort(positive), np.sort(scores)
+    ranked = np.sort(scores) if ranked is None else ranked
+    ranked_positive = np.sort(positive) if ranked_positive is None else ranked_positive
     starts = np.flatnonzero(np.r_[True, ranked_positive[1:] != ranked_positive[:-1]])
     thresholds = ranked_positive[starts]
     true_positives = positive.size - starts
@@ -378,27 +427,57 @@ def _support_map(attn_map: ArrayLike) -> np.ndarray | str:
     return values if values.sum() > 0 else MAP_ZERO
 
 
-def _correlation_rows(maps: Sequence[ArrayLike] | np.ndarray, image_size: ImageSize | None,
-                      sigma: float) -> np.ndarray | str:
+def _covariance(maps: Sequence[ArrayLike] | np.ndarray, image_size: ImageSize | None,
+                sigma: float) -> np.ndarray | str:
+    """K×K covariance over pixels of the maps (of their heat maps with ``image_size``), or why it is undefined."""
     _check_sigma(sigma)
     if len(maps) < 2:
         return TOO_FEW_MAPS
-    arrays: list[np.ndarray] = []
     shape = None if image_size is None else _image_shape(image_size)
     if isinstance(shape, str):
         return shape
+    arrays: list[np.ndarray] = []
     for raw in maps:
         values = _finite_array(raw) if shape is None else _patch_heat(raw, sigma)
         if isinstance(values, str):
             return values
-        arrays.append(values if shape is None else _upsample(values, shape))
-    if any(values.shape != arrays[0].shape for values in arrays):
+        arrays.append(values)
+    if shape is None and any(values.shape != arrays[0].shape for values in arrays):
         return SHAPE_MISMATCH
+    covariance = _array_covariance(arrays) if shape is None else _heat_covariance(arrays, shape)
+    if (np.diag(covariance) <= (_FLAT * max(np.abs(a).max() for a in arrays)) ** 2).any():
+        return CONSTANT_MAP  # Pearson is undefined for a constant map
+    return covariance
+
+
+def _array_covariance(arrays: list[np.ndarray]) -> np.ndarray:
     rows = np.stack([values.ravel() for values in arrays])
-    spread = rows.max(axis=1) - rows.min(axis=1)
-    if (spread <= _FLAT * np.abs(rows).max(axis=1)).any():  # Pearson is undefined for a constant map
-        return CONSTANT_MAP
-    return rows
+    centred = rows - rows.mean(axis=1, keepdims=True)
+    return centred @ centred.T / rows.shape[1]
+
+
+def _heat_covariance(patches: list[np.ndarray], shape: tuple[int, int]) -> np.ndarray:
+    """Covariance of the bilinearly upsampled maps without upsampling them.
+
+    Upsampling is linear and separable, U = Ry P Rxᵀ, so pixel sums are ΣU = (Ry1)ᵀ P (Rx1) and pixel inner
+    products are ΣU_a·U_b = Σ (Ry_bᵀRy_a P_a Rx_aᵀRx_b) ⊙ P_b: patch-sized products instead of H·W pixels.
+    """
+    rows = [_interpolation_matrix(shape[0], p.shape[0]) for p in patches]
+    cols = [_interpolation_matrix(shape[1], p.shape[1]) for p in patches]
+    sums = np.array([r.sum(axis=0) @ p @ c.sum(axis=0) for r, p, c in zip(rows, patches, cols, strict=True)])
+    products = np.array([[np.sum((rows[b].T @ rows[a] @ patches[a] @ cols[a].T @ cols[b]) * patches[b])
+                          for b in range(len(patches))] for a in range(len(patches))])
+    pixels = shape[0] * shape[1]
+    return (products - np.outer(sums, sums) / pixels) / pixels
+
+
+def _interpolation_matrix(n_out: int, n_in: int) -> np.ndarray:
+    """The n_out×n_in matrix of :func:`_upsample` along one axis (two taps per output pixel)."""
+    lower, upper, weight = _bilinear_taps(n_out, n_in)
+    matrix = np.zeros((n_out, n_in))
+    np.add.at(matrix, (np.arange(n_out), lower), 1 - weight)
+    np.add.at(matrix, (np.arange(n_out), upper), weight)
+    return matrix
 
 
 def _finite_array(values: ArrayLike) -> np.ndarray | str:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any, ClassVar
 
 import torch
@@ -13,7 +14,13 @@ from loguru import logger
 from PIL import Image
 from tqdm import tqdm
 
+from pathbind.attention_maps import AttentionRequest, AttentionResponse
+from pathbind.occlusion_requests import OcclusionRequest
+from pathbind.runtime import set_box_convention
+from pathbind_models import occlusion
 from pathbind_models.adapter import Adapter
+
+Pending = tuple[int, list[Image.Image], str, dict[str, Any]]  # request index, images, prompt, generation settings
 
 
 class AdapterModel(lmms):
@@ -25,30 +32,99 @@ class AdapterModel(lmms):
 
     is_simple = True
     adapter_class: ClassVar[type]
+    # Tasks declaring metadata.pathbind_requires run only on models offering it (pathbind.capabilities).
+    pathbind_capabilities: ClassVar[frozenset[str]] = frozenset({"attention", "option_scores"})
 
     def __init__(self, batch_size: int | str = 1, max_batch_size: int | str | None = None, device: str = "cpu",
                  **adapter_kwargs: Any) -> None:
         super().__init__()
         self.batch_size = int(batch_size)
         self._device = torch.device(device)
-        self.adapter: Adapter = self.adapter_class(**adapter_kwargs)
+        self.adapter: Adapter = self.make_adapter(**adapter_kwargs)
+        set_box_convention(getattr(self.adapter, "box_convention", None))  # how its answers give boxes
+
+    def make_adapter(self, **adapter_kwargs: Any) -> Adapter:
+        """The adapter, built from the ``--model_args`` that lmms-eval does not consume itself."""
+        return self.adapter_class(**adapter_kwargs)
 
     @property
     def device(self) -> torch.device:
         return self._device
 
     def generate_until(self, requests: list[Instance]) -> list[str]:
-        outputs = []
-        for request in tqdm(requests, desc=f"{type(self).__name__} generate", disable=self.rank != 0):
+        """Answers in request order. Requests carrying an attention request (``pathbind.attention_maps``) get
+        encoded maps, occlusion requests (``pathbind.occlusion_requests``) encoded scores; the others are answered
+        in batches of ``batch_size`` (same image count and settings)."""
+        outputs: dict[int, str] = {}
+        pending: list[Pending] = []
+        for index, request in enumerate(tqdm(requests, desc=f"{type(self).__name__} generate", disable=self.rank != 0)):
             ctx, gen_kwargs, doc_to_visual, doc_id, task, split = request.args
-            try:
+            gen_kwargs = dict(gen_kwargs or {})
+            with _answer_or_blank(outputs, index, task, doc_id):
                 images = to_images(doc_to_visual(self.task_dict[task][split][doc_id]))
-                text = self.adapter.generate(images, ctx, **dict(gen_kwargs or {}))
-            except Exception as exc:  # one bad document never ends the run
-                logger.warning(f"{task} doc {doc_id}: no answer ({type(exc).__name__}: {exc})")
-                text = ""
-            outputs.append(cut_at_stops(text, (gen_kwargs or {}).get("until")))
-        return outputs
+                attention = AttentionRequest.decode(ctx)
+                if attention is not None:
+                    outputs[index] = self._attention_maps(images, attention)
+                    continue
+                occluded = OcclusionRequest.decode(ctx)
+                if occluded is not None:
+                    outputs[index] = self._occlusion_scores(images, occluded)
+                    continue
+                pending.append((index, images, ctx, gen_kwargs))
+                if len(pending) == self.batch_size:
+                    self._answer(pending, outputs, requests)
+                    pending = []
+        self._answer(pending, outputs, requests)
+        return [cut_at_stops(outputs[i], (r.args[1] or {}).get("until")) for i, r in enumerate(requests)]
+
+    def _answer(self, pending: list[Pending], outputs: dict[int, str],
+                requests: list[Instance]) -> None:
+        """Generate for pending requests, batched where they share image count and settings."""
+        groups: dict[str, list[Pending]] = {}
+        for item in pending:
+            groups.setdefault(repr((len(item[1]), sorted(item[3].items()))), []).append(item)
+        for group in groups.values():
+            indices = [index for index, *_ in group]
+            if len(group) > 1:
+                try:
+                    outputs.update(zip(indices, self._generate(group), strict=True))
+                except Exception:  # answer one by one, so only the failing request is lost
+                    for item in group:
+                        self._answer([item], outputs, requests)
+                continue
+            _, _, _, doc_id, task, _ = requests[indices[0]].args
+            with _answer_or_blank(outputs, indices[0], task, doc_id):
+                outputs[indices[0]] = self._generate(group)[0]
+
+    def _generate(self, group: list[Pending]) -> list[str]:
+        gen_kwargs = group[0][3]
+        batch = getattr(self.adapter, "generate_batch", None)
+        if batch is not None:
+            return list(batch([(images, text) for _, images, text, _ in group], **gen_kwargs))
+        return [self.adapter.generate(images, text, **gen_kwargs) for _, images, text, _ in group]
+
+    def _attention_maps(self, images: list[Image.Image], request: AttentionRequest) -> str:
+        """Each query's maps over the requested layer sets; a query that fails carries its reason."""
+        if len(images) != 1:
+            raise ValueError(f"an attention request needs exactly one image, got {len(images)}")
+        response = AttentionResponse(grid=(0, 0))
+        for query in request.queries:
+            try:
+                attention = self.adapter.entity_attention(images[0], query.prompt, query.entity, layers="all")
+            except Exception as exc:
+                response.maps.append(f"{type(exc).__name__}: {exc}")
+                continue
+            maps = {}
+            for name in request.layers:
+                maps[name], response.layers[name] = attention.layer_set_map(name)
+            response.grid = tuple(attention.map.shape)  # type: ignore[assignment]
+            response.maps.append(maps)
+        return response.encode()
+
+    def _occlusion_scores(self, images: list[Image.Image], request: OcclusionRequest) -> str:
+        if len(images) != 1:
+            raise ValueError(f"an occlusion request needs exactly one image, got {len(images)}")
+        return occlusion.answer(self.adapter, images[0], request).encode()
 
     def loglikelihood(self, requests: list[Instance]) -> list[tuple[float, bool]]:
         results = []
@@ -62,6 +138,16 @@ class AdapterModel(lmms):
 
     def generate_until_multi_round(self, requests: list[Instance]) -> list[str]:
         raise NotImplementedError(f"{type(self).__name__} answers single-round tasks only")
+
+
+@contextmanager
+def _answer_or_blank(outputs: dict[int, str], index: int, task: str, doc_id: int) -> Iterator[None]:
+    """One bad document never ends the run: its failure is logged and it is answered with an empty string."""
+    try:
+        yield
+    except Exception as exc:
+        logger.warning(f"{task} doc {doc_id}: no answer ({type(exc).__name__}: {exc})")
+        outputs[index] = ""
 
 
 def to_images(visuals: Any) -> list[Image.Image]:

@@ -1,6 +1,8 @@
-"""Registers PathBind's models with the plugin system."""
+"""Registers PathBind's models and model commands with the plugin system."""
 
 from __future__ import annotations
+
+import argparse
 
 from pathbind import ModelSpec, hookimpl
 
@@ -12,4 +14,17 @@ def pathbind_models() -> list[ModelSpec]:
                   description="positive control: answers demo items from the pixels (colour deconvolution, nuclei)"),
         ModelSpec("pathbind_blind", simple_class_path="pathbind_models.controls.models.BlindControlModel",
                   description="negative control: never looks at the image; seeded guess from the text"),
+        ModelSpec("pathbind_hf", simple_class_path="pathbind_models.hf.model.HFModel",
+                  description="Hugging Face VLM checkpoint (Qwen2/2.5/3-VL, LLaVA-1.5, InternVL, Gemma3, "
+                              "Idefics3, SmolVLM) with the row-only attention probe"),
+        ModelSpec("pathbind_baseline", simple_class_path="pathbind_models.baseline_model.BaselineModel",
+                  description="PathView random-choice (strategy=random) or most-frequent-choice (strategy=frequent) "
+                              "baseline, computed from the task's own data"),
     ]
+
+
+@hookimpl
+def pathbind_add_commands(subparsers: argparse._SubParsersAction) -> None:
+    from pathbind_models.hf.command import add_make_tiny_model_command  # lazily: no torch for `pathbind --help`
+
+    add_make_tiny_model_command(subparsers)

@@ -26,10 +26,14 @@ def pathbind_add_commands(subparsers: argparse._SubParsersAction) -> None:
     from pathbind_tasks.audit.command import add_audit_command
     from pathbind_tasks.curation.command import add_curation_commands
     from pathbind_tasks.demo.command import add_demo_data_command
+    from pathbind_tasks.pairs import add_pairs_command
+    from pathbind_tasks.report.command import add_report_command
 
     add_demo_data_command(subparsers)
     add_curation_commands(subparsers)
     add_audit_command(subparsers)
+    add_pairs_command(subparsers)
+    add_report_command(subparsers)
 
 
 @hookimpl

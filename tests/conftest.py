@@ -71,3 +71,19 @@ def write_plugin(root: Path, name: str, module_source: str, files: dict[str, str
         (root / relative).parent.mkdir(parents=True, exist_ok=True)
         (root / relative).write_text(textwrap.dedent(content))
     return root
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    """Factory ``tiny_model(family) -> Path``: a tiny random model of that family (seed 0), built once per session."""
+    from pathbind_models.hf.tiny import make_tiny_model
+
+    root = tmp_path_factory.mktemp("tiny_models")
+    built: dict[str, Path] = {}
+
+    def build(family: str) -> Path:
+        if family not in built:
+            built[family] = make_tiny_model(family, root / family)
+        return built[family]
+
+    return build

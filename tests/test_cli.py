@@ -64,16 +64,24 @@ def test_doctor_names_a_broken_plugin_and_a_broken_yaml(tmp_path):
 def test_demo_data_regenerates_a_bigger_set_that_lmms_eval_reads_via_pathbind_data(tmp_path):
     """`pathbind demo-data --n 2` + PATHBIND_DATA: lmms-eval evaluates the new items (12 MCQ x 2 conditions)."""
     done = pathbind(tmp_path, "demo-data", "--out", str(tmp_path / "data"), "--n", "2", "--n-yes-no", "4",
-                    "--seed", "7")
+                    "--n-grounding", "5", "--seed", "7")
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "data" / "pathbind_demo_vqa" / "test.parquet").exists()
     env = {"PATHBIND_DATA": str(tmp_path / "data")}
     listed = json.loads(pathbind(tmp_path, "tasks", "--json", env=env).stdout)
     assert next(r for r in listed if r["name"] == "pathbind_demo_vqa")["data"] == str(
         tmp_path / "data" / "pathbind_demo_vqa" / "test.parquet")
-    result = lmms_eval(tmp_path, "pathbind_control", "pathbind_demo_vqa", env=env)
+    result = lmms_eval(tmp_path, "pathbind_control", "pathbind_demo_vqa,pathbind_demo_grounding", env=env)
     assert result["results"]["n-samples"]["pathbind_demo_vqa"]["effective"] == 24
     assert metric(result, "pathbind_demo_vqa", "acc_image") >= 90
+    assert metric(result, "pathbind_demo_grounding", "lost_items") == {"items": 5, "scored": 5}
+
+
+def test_demo_data_writes_only_the_sets_asked_for(tmp_path):
+    done = pathbind(tmp_path, "demo-data", "--out", str(tmp_path), "--n", "1", "--n-yes-no", "0",
+                    "--n-pathview", "0", "--n-grounding", "0")
+    assert done.returncode == 0, done.stderr
+    assert [p.parent.name for p in tmp_path.rglob("*.parquet")] == ["pathbind_demo_vqa"]
 
 
 def test_summary_fails_when_there_are_no_results(tmp_path):

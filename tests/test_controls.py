@@ -77,11 +77,11 @@ def test_option_logprobs_favour_the_answer_read_from_the_image(items):
 def test_attention_maps_localise_for_the_control_and_are_uniform_for_the_blind(items):
     """The control's evidence map peaks inside the lesion box of a D4 item; the blind map is flat."""
     item = next(i for i in items[0] if i["dimension"] == "D4")
-    grid = PositiveControl().evidence_map(item["image"])
+    grid = PositiveControl().entity_attention(item["image"], "Look at the image and locate: lesion", "lesion").map
     row, col = np.unravel_index(np.argmax(grid), grid.shape)
     x, y = (col + 0.5) * item["width"] / grid.shape[1], (row + 0.5) * item["height"] / grid.shape[0]
     assert any(x0 <= x <= x1 and y0 <= y <= y1 for x0, y0, x1, y1 in item["boxes"])
-    blind = BlindControl().evidence_map(item["image"])
+    blind = BlindControl().entity_attention(item["image"], "Look at the image and locate: lesion", "lesion").map
     assert np.ptp(blind) == 0 and np.isclose(blind.sum(), 1.0)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import socket
 import sys
 
@@ -50,6 +51,23 @@ def test_positive_control_fails_when_the_image_is_ablated(control, condition):
 def test_blind_control_is_unaffected_by_ablations(blind, condition):
     """The blind control's accuracy does not move under any ablation."""
     assert abs(metric(blind, "pathbind_demo_vqa_ablation", f"drop_{condition}")) <= 5
+
+
+def test_positive_control_localises_what_it_is_asked_about(control):
+    """The control's evidence maps overlap the named quadrant and change with the expression."""
+    assert metric(control, "pathbind_demo_grounding", "attn_iou") >= 0.5
+    assert metric(control, "pathbind_demo_grounding", "cross_query_r") <= 0.5
+    low, high = metric(control, "pathbind_demo_grounding", "attn_ci")["attn_iou"]
+    assert 0.5 <= low <= metric(control, "pathbind_demo_grounding", "attn_iou") <= high
+    assert metric(control, "pathbind_demo_grounding", "lost_items") == {"items": 24, "scored": 24}
+
+
+def test_blind_control_attends_everywhere_and_localises_nothing(blind):
+    """A uniform map has full effective support; it cannot localise, so IoU is NaN with the reason counted."""
+    assert metric(blind, "pathbind_demo_grounding", "eff_support") >= 0.99
+    assert math.isnan(metric(blind, "pathbind_demo_grounding", "attn_iou"))
+    lost = metric(blind, "pathbind_demo_grounding", "lost_items")
+    assert lost["scored"] == 0 and lost["iou: attention map is constant after smoothing"] == 24
 
 
 def test_dimensions_and_confidence_intervals_are_reported(control):
@@ -113,11 +131,14 @@ def test_controls_answer_tasks_that_are_not_ours(tmp_path):
 
 
 def test_summary_prints_headline_ablation_and_dimension_tables(control, tmp_path):
-    """`pathbind summary` turns the results into three tables: headline, ablations, per dimension."""
+    """`pathbind summary` gives one table per metric set (headline, ablations, grounding, ...) and one per dimension."""
     done = run([str(BIN / "pathbind"), "summary", str(control["out"])], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    tables = done.stdout.split("\n\n")
-    assert tables[0].splitlines()[0].split() == ["MODEL", "TASK", "ACC_IMAGE", "ACC_TEXT", "MG", "INVALID_RATE"]
-    assert "DROP_BLUR_16" in tables[1]
-    rows = [line.split() for line in tables[2].splitlines()[1:]]
+    tables = {table.splitlines()[0]: table for table in done.stdout.split("\n\n")}
+    headers = [header.split() for header in tables]
+    assert ["MODEL", "TASK", "ACC_IMAGE", "ACC_TEXT", "MG", "INVALID_RATE"] in headers
+    assert any("DROP_BLUR_16" in header for header in headers)
+    assert any("ATTN_IOU" in header for header in headers)
+    dimensions = next(table for header, table in tables.items() if "DIMENSION" in header.split())
+    rows = [line.split() for line in dimensions.splitlines()[1:]]
     assert rows[3][:4] == ["pathbind_control", "pathbind_demo_vqa", "D4", "100.0"]

@@ -21,6 +21,7 @@ from pathbind_metrics.grounding import (
     grounding_problem,
     heat_map,
     pixel_average_precision,
+    region_sweep,
     support_problem,
 )
 
@@ -321,3 +322,23 @@ def test_doctests():
     result = doctest.testmod(grounding)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_region_sweep_equals_the_separate_metrics():
+    """One heat map and one sort give exactly what attention_region_metrics and pixel-AP give one call each,
+    ties and clipped boxes included."""
+    rng = np.random.default_rng(7)
+    for trial in range(40):
+        attn = rng.random((int(rng.integers(3, 30)), int(rng.integers(3, 30))))
+        if trial % 3 == 0:
+            attn = np.round(attn * 3)  # plateaus: many tied pixels
+        size = (int(rng.integers(10, 200)), int(rng.integers(10, 200)))
+        x0, y0 = rng.uniform(-5, size[0] / 2), rng.uniform(-5, size[1] / 2)
+        box = [x0, y0, x0 + rng.uniform(1, size[0]), y0 + rng.uniform(1, size[1])]
+        sigma = float(rng.choice([0.0, 1.0, 3.0]))
+        sweep = region_sweep(attn, box, size, qs=(0.05, 0.1, 0.2, 0.3, 0.4), sigma=sigma)
+        for q, values in sweep["by_q"].items():
+            expected = attention_region_metrics(attn, box, size, q=q, sigma=sigma)
+            assert values == expected or all(math.isnan(v) for v in [*values.values(), *expected.values()])
+        ap = pixel_average_precision(attn, box, size, sigma=sigma)
+        assert sweep["pixel_ap"] == ap or (math.isnan(ap) and math.isnan(sweep["pixel_ap"]))

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
+from pathbind_models.adapter import EntityAttention
+from pathbind_models.controls import pathview
 from pathbind_models.controls.prompt import read_prompt
 
 
@@ -23,11 +26,18 @@ class BlindControl:
             return f"<answer>{chr(ord('A') + seed % len(prompt.options))}</answer>"
         if prompt.yes_no:
             return "<answer>Yes</answer>" if seed % 2 else "<answer>No</answer>"
+        if pathview.is_pathview_prompt(text):
+            return pathview.blind_answer(text, seed)
         return "The answer cannot be determined from the text alone."
 
     def option_logprobs(self, images: list[Image.Image], text: str, options: list[str]) -> np.ndarray:
         count = max(len(read_prompt(text).options), len(options))
         return np.full(len(options), -math.log(count))
 
-    def evidence_map(self, image: Image.Image, query: str | None = None) -> np.ndarray:
-        return np.full((16, 16), 1.0 / 256)
+    def image_option_logprobs(self, images: Iterable[Image.Image], text: str, options: list[str]) -> np.ndarray:
+        """The same scores for every image (N × K): they never depend on it."""
+        return np.array([self.option_logprobs([image], text, options) for image in images])
+
+    def entity_attention(self, image: Image.Image, text: str, entity: str,
+                         layers: str | list[int] = "mid") -> EntityAttention:
+        return EntityAttention(np.full((16, 16), 1.0 / 256), [], [], [], (16, 16))

@@ -133,7 +133,7 @@ def _lesion_box(labels: np.ndarray, atypical: np.ndarray) -> tuple[float, float,
 
 
 def _measure(image: Image.Image | np.ndarray) -> tuple[Findings, dict[str, np.ndarray]]:
-    """Findings plus per-pixel maps: nuclei, atypia-weighted nuclei, DAB-positive nuclei, white space."""
+    """Findings plus per-pixel maps: nuclei, atypia-weighted nuclei, DAB-positive nuclei, white space, nucleus count."""
     conc = deconvolve(image)
     od_sum = conc @ STAIN_MATRIX.sum(axis=1)
     white = od_sum < WHITE_OD
@@ -144,6 +144,7 @@ def _measure(image: Image.Image | np.ndarray) -> tuple[Findings, dict[str, np.nd
     maps = {
         "nuclei": (labels > 0).astype(float), "atypia": per_label(np.where(atypical, 1.0, 0.2)),
         "dab": per_label(positive.astype(float)), "white": white.astype(float),
+        "count": per_label(1.0 / np.maximum(nuc["area"], 1)),  # each nucleus adds 1: cellularity, not nuclear area
     }
     count = len(nuc["area"])
     mean = lambda values: float(values.mean()) if count else 0.0  # noqa: E731
@@ -163,17 +164,38 @@ def analyze(image: Image.Image | np.ndarray) -> Findings:
     return _measure(image)[0]
 
 
-def evidence_map(image: Image.Image | np.ndarray, query: str | None = None) -> np.ndarray:
-    """GRID x GRID map of where the evidence for ``query`` lies (default: atypical nuclei), max 1."""
-    findings, maps = _measure(image)
+def evidence_kind(query: str | None) -> str:
+    """Which per-pixel map holds the evidence for ``query`` (default: atypical nuclei)."""
     q = (query or "").lower()
     if re.search(r"dab|brown|positiv|ihc|immuno", q):
-        return _normalised(_pool(maps["dab"]))
+        return "dab"
     if re.search(r"fat|adipo|white|vacuol|lumen|lipom", q):
-        return _normalised(_pool(maps["white"]))
+        return "white"
     if re.search(r"cellular|how many|count|dens|lymph|inflamm", q):
-        return _normalised(_pool(maps["nuclei"]))
-    return findings.evidence
+        return "count"
+    return "atypia"
+
+
+def evidence_map(image: Image.Image | np.ndarray, query: str | None = None) -> np.ndarray:
+    """GRID x GRID map of where the evidence for ``query`` lies (default: atypical nuclei), max 1."""
+    return _normalised(_pool(_measure(image)[1][evidence_kind(query)]))
+
+
+def evidence_mass(image: Image.Image | np.ndarray, query: str | None = None) -> float:
+    """Mean per-pixel evidence for ``query`` over the whole image, unnormalised: every patch of evidence adds to
+    it, so hiding one lowers it in proportion (what the positive control's presence answers rest on).
+
+    Equals the mean of the map behind :func:`evidence_map`, computing only that map (it is called once per
+    occluded image).
+    """
+    kind = evidence_kind(query)
+    conc = deconvolve(image)
+    if kind == "white":
+        return float(np.mean(conc @ STAIN_MATRIX.sum(axis=1) < WHITE_OD))
+    labels, nuc = _objects(conc)
+    per_nucleus = {"atypia": np.where((nuc["area"] >= ATYPICAL_AREA) & (nuc["stain"] >= HYPERCHROMATIC), 1.0, 0.2),
+                   "dab": (nuc["dab"] >= DAB_POSITIVE).astype(float), "count": 1.0 / np.maximum(nuc["area"], 1)}[kind]
+    return float(np.concatenate([[0.0], per_nucleus])[labels].mean())
 
 
 def describe(image: Image.Image | np.ndarray) -> str:
@@ -332,5 +354,5 @@ def answer_yes_no(question: str, image: Image.Image | np.ndarray) -> bool | None
 
 __all__ = [
     "STAIN_MATRIX", "Findings", "analyze", "answer_choice", "answer_yes_no", "deconvolve", "describe",
-    "evidence_map", "optical_density",
+    "evidence_kind", "evidence_map", "evidence_mass", "optical_density",
 ]

@@ -12,6 +12,8 @@ from pathbind import render_template
 from pathbind_metrics import choice_letters, parse_choice, parse_yes_no
 from pathbind_metrics.aggregations import ABLATION_METRICS, BASE_METRICS
 from pathbind_tasks.common.conditions import visual_for
+from pathbind_tasks.common.failures import no_answer_reason
+from pathbind_tasks.common.messages import UserTurn
 
 
 def doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
@@ -28,6 +30,10 @@ def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] |
     if doc.get("options") is not None:
         variables["choices"] = list(zip(choice_letters(len(doc["options"])), doc["options"], strict=True))
     return render_template(kwargs.get("template", "mcq"), **variables)
+
+
+# What lmms-eval's chat backends receive: the same images and prompt as the simple ones, as one user turn.
+doc_to_messages = UserTurn(doc_to_visual, doc_to_text)
 
 
 def _judge_choice(doc: dict[str, Any], text: str) -> tuple[str | None, str]:
@@ -51,8 +57,8 @@ Judge = Callable[[dict[str, Any], str], tuple[str | None, str]]
 def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], list[str]], dict[str, Any]]:
     """A ``process_results`` that scores one answer into a record emitted under each of ``metrics``.
 
-    Total by design: lmms-eval retries a raising process_results, so an unparseable answer or a
-    malformed document becomes an invalid record (wrong, with a reason), never an exception.
+    Total by design: lmms-eval retries a raising process_results, so an unparseable answer, a backend's
+    failure marker or a malformed document becomes an invalid record (wrong, with a reason), never an exception.
     """
 
     def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
@@ -62,9 +68,12 @@ def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], 
         try:
             if doc.get("image_error") and record["condition"] != "text":
                 raise ValueError(doc["image_error"])
-            parsed, reference = judge(doc, results[0] if results else "")
+            text = results[0] if results else ""
+            parsed, reference = judge(doc, text)
+            failure = no_answer_reason(text)
+            parsed = None if failure else parsed
             record.update(reference=reference, parsed=parsed, valid=parsed is not None, correct=parsed == reference,
-                          reason="" if parsed is not None else "unparseable answer")
+                          reason=failure or ("" if parsed is not None else "unparseable answer"))
         except Exception as exc:  # a malformed document is scored invalid, never fatal
             reason = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
             logger.warning(f"doc {record['id']}: cannot score ({reason})")

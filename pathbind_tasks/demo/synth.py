@@ -481,6 +481,8 @@ def write_demo_data(out_dir: str | Path, n_per_dimension: int = 10, n_yes_no: in
     datasets.disable_progress_bars()  # the writer prints nothing
     try:
         for name, rows in (("vqa", mcq), ("yesno", yes_no)):
+            if not rows:  # --n-yes-no 0: no file, rather than an empty parquet lmms-eval cannot load
+                continue
             features = _features(with_options=name == "vqa")
             records = [{key: _jpeg(row[key]) if key == "image" else row[key] for key in features} for row in rows]
             paths[name] = Path(out_dir) / file_names[name]

@@ -1,0 +1,70 @@
+"""Batched patch occlusion (B images per forward) against one forward per patch, on a tiny checkpoint, same run.
+
+Prints one JSON line: both wall times, ``speedup_batched_vs_loop``, and whether the two occlusion maps are
+identical (exact equality) with their maximum absolute difference (batching may change float rounding).
+
+    python benchmarks/occlusion.py [--family qwen2_vl] [--grid 16] [--batch 32] [--repeats 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from pathbind.occlusion_requests import fill_colour, occlude
+from pathbind_metrics.faithfulness import occlusion_map
+from pathbind_models.hf.adapter import HFAdapter
+from pathbind_models.hf.tiny import make_tiny_model
+from pathbind_tasks.demo.grounding_synth import grounding_items
+
+OPTIONS = ["Yes", "No"]
+
+
+def occluded_images(image, grid: int) -> list:
+    colour = fill_colour(image, "mean")
+    masks = np.eye(grid * grid, dtype=bool).reshape(-1, grid, grid)
+    return [image, *(occlude(image, mask, colour) for mask in masks)]
+
+
+def best_time(run, repeats: int) -> tuple[float, np.ndarray]:
+    times, result = [], None
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = run()
+        times.append(time.perf_counter() - start)
+    return min(times), np.asarray(result)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--family", default="qwen2_vl")
+    parser.add_argument("--grid", type=int, default=16)
+    parser.add_argument("--batch", type=int, default=None, help="images per forward (default: from free memory)")
+    parser.add_argument("--repeats", type=int, default=2)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        adapter = HFAdapter(str(make_tiny_model(args.family, Path(folder) / args.family)), occlusion_batch=args.batch)
+        item = grounding_items(1)[0]
+        images = occluded_images(item["image"], args.grid)
+        text = f"Is there {item['expression']} in this image? Answer Yes or No."
+        adapter.image_option_logprobs(images[:2], text, OPTIONS)  # warm-up: first-call allocations and kernels
+        batched_s, batched = best_time(lambda: adapter.image_option_logprobs(images, text, OPTIONS), args.repeats)
+        loop_s, loop = best_time(lambda: [adapter.option_logprobs([image], text, OPTIONS) for image in images],
+                                 args.repeats)
+    maps = [occlusion_map(scores[0], scores[1:], 0, args.grid) for scores in (batched, loop)]
+    print(json.dumps({
+        "benchmark": "occlusion", "family": args.family, "grid": args.grid, "images": len(images),
+        "images_per_forward": adapter.occlusion_batch or "auto", "batched_s": round(batched_s, 3),
+        "loop_s": round(loop_s, 3), "speedup_batched_vs_loop": round(loop_s / batched_s, 2),
+        "maps_identical": bool(np.array_equal(maps[0], maps[1])),
+        "max_abs_diff": float(np.abs(maps[0] - maps[1]).max()),
+        "max_abs_delta": float(np.abs(maps[1]).max())}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,215 @@
+"""Causal faithfulness of heat maps: occlusion maps, rank agreement, mass in a box, pointing, curves, tests.
+
+Maps live on a G×G grid over the image; cell (r, c) covers ``[c·W/G, (c+1)·W/G) × [r·H/G, (r+1)·H/G)``.
+Degenerate input gives NaN (the caller records why), never an exception.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import special, stats
+
+Box = Sequence[float] | np.ndarray
+
+
+def resample_to_grid(values: ArrayLike, grid: int) -> np.ndarray:
+    """Area-average a (h, w) map onto a ``grid``×``grid`` map covering the same image.
+
+    Each output cell is the mean of the input over the part of the image it covers, the input cells being
+    weighted by their overlap (in fractions of the image side), so a map already on the grid is unchanged and
+    an 8×8 map onto 16×16 repeats each value in 2×2 cells.
+
+    >>> resample_to_grid([[1.0, 3.0]], 1).tolist()
+    [[2.0]]
+    """
+    values = np.asarray(values, dtype=float)
+    return _overlap(values.shape[0], grid) @ values @ _overlap(values.shape[1], grid).T
+
+
+def _overlap(n_in: int, n_out: int) -> np.ndarray:
+    """(n_out, n_in) row-stochastic weights: overlap of output cell i with input cell j, in units of the side."""
+    edges_in, edges_out = np.linspace(0, 1, n_in + 1), np.linspace(0, 1, n_out + 1)
+    low = np.maximum(edges_out[:-1, None], edges_in[None, :-1])
+    high = np.minimum(edges_out[1:, None], edges_in[None, 1:])
+    weights = np.clip(high - low, 0, None)
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
+def margin(logprobs: ArrayLike, reference: int) -> float:
+    """Log-probability of the reference option minus that of the best other option (> 0: the reference wins).
+
+    >>> margin([-0.1, -2.5, -3.0], 0)
+    2.4
+    """
+    values = np.asarray(logprobs, dtype=float)
+    return float(values[reference] - np.delete(values, reference).max())
+
+
+def occlusion_map(original: ArrayLike, occluded: ArrayLike, reference: int, grid: int) -> np.ndarray:
+    """Signed causal map δ = margin(original) − margin(cell occluded), G×G, from (G², K) occluded log-probs.
+
+    δ > 0 where hiding the cell lowers the reference answer's margin.
+    """
+    rows = np.asarray(occluded, dtype=float)
+    values = rows[:, reference] - np.delete(rows, reference, axis=1).max(axis=1)
+    return (margin(original, reference) - values).reshape(grid, grid)
+
+
+def spearman(a: ArrayLike, b: ArrayLike) -> float:
+    """Spearman's ρ: Pearson correlation of the average ranks (ties share a rank); NaN if either is constant.
+
+    >>> spearman([1, 2, 3, 4], [10, 20, 40, 30])
+    0.8
+    """
+    x, y = (stats.rankdata(np.asarray(v, dtype=float).ravel()) for v in (a, b))
+    x, y = x - x.mean(), y - y.mean()
+    scale = math.sqrt(float(x @ x) * float(y @ y))
+    return float(x @ y / scale) if scale > 0 else math.nan
+
+
+def box_coverage(box: Box, image_size: Sequence[int], grid: int) -> np.ndarray:
+    """Fraction of each cell's area inside ``box`` ([x_min, y_min, x_max, y_max] pixels; image_size (W, H))."""
+    width, height = image_size
+    x0, y0, x1, y1 = (float(v) for v in box)
+    cols = _interval_overlap(x0 / width, x1 / width, grid)
+    rows = _interval_overlap(y0 / height, y1 / height, grid)
+    return np.outer(rows, cols)
+
+
+def _interval_overlap(low: float, high: float, grid: int) -> np.ndarray:
+    edges = np.linspace(0, 1, grid + 1)
+    return np.clip(np.minimum(edges[1:], high) - np.maximum(edges[:-1], low), 0, None) * grid
+
+
+def mass_in_box(values: ArrayLike, coverage: np.ndarray) -> float:
+    """Attribution mass in mask (AMiM): share of a non-negative map's total inside the box (cells weighted by
+    their covered fraction); NaN for a map with a negative or non-finite value or a zero total.
+
+    >>> mass_in_box([[3.0, 1.0]], np.array([[1.0, 0.0]]))
+    0.75
+    """
+    values = np.asarray(values, dtype=float)
+    total = float(values.sum())
+    if not np.isfinite(values).all() or (values < 0).any() or total <= 0:
+        return math.nan
+    return float((values * coverage).sum() / total)
+
+
+def pointing(values: ArrayLike, coverage: np.ndarray) -> tuple[float, bool]:
+    """Pointing game: (hit, tie). A hit is a unique maximum cell with at least half its area in the box; several
+    cells sharing the maximum are a tie and never a hit. NaN hit for a non-finite map.
+
+    >>> pointing([[0.0, 2.0], [1.0, 2.0]], np.ones((2, 2)))
+    (0.0, True)
+    """
+    values = np.asarray(values, dtype=float)
+    if not np.isfinite(values).all():
+        return math.nan, False
+    top = np.flatnonzero(values.ravel() == values.max())
+    if top.size > 1:
+        return 0.0, True
+    return float(coverage.ravel()[top[0]] >= 0.5), False
+
+
+def control_boxes(box: Box, image_size: Sequence[int], rng: np.random.Generator) -> dict[str, list[float]]:
+    """Control boxes for ``box``: ``shifted`` by half the image (wrapped to stay inside), ``far`` (same size,
+    random position not overlapping it; NaN when none fits), ``random_size`` (sides 10–50% of the image)."""
+    width, height = image_size
+    x0, y0, x1, y1 = (float(v) for v in box)
+    w, h = x1 - x0, y1 - y0
+    shifted = [(x0 + width / 2) % (width - w + 1), (y0 + height / 2) % (height - h + 1)]
+    far = _far_corner(x0, y0, w, h, width, height, rng)
+    sw, sh = rng.uniform(0.1, 0.5) * width, rng.uniform(0.1, 0.5) * height
+    sx, sy = rng.uniform(0, width - sw), rng.uniform(0, height - sh)
+    return {"true": [x0, y0, x1, y1], "shifted": [shifted[0], shifted[1], shifted[0] + w, shifted[1] + h],
+            "far": [far[0], far[1], far[0] + w, far[1] + h], "random_size": [sx, sy, sx + sw, sy + sh]}
+
+
+def _far_corner(x0: float, y0: float, w: float, h: float, width: int, height: int,
+                rng: np.random.Generator) -> tuple[float, float]:
+    """A uniformly drawn whole-pixel position for a w×h box that does not overlap the box at (x0, y0)."""
+    xs, ys = np.arange(0, width - w + 1), np.arange(0, height - h + 1)
+    apart = (ys[:, None] >= y0 + h) | (ys[:, None] + h <= y0) | (xs[None, :] >= x0 + w) | (xs[None, :] + w <= x0)
+    choices = np.flatnonzero(apart)
+    if choices.size == 0:
+        return math.nan, math.nan
+    row, col = divmod(int(rng.choice(choices)), xs.size)
+    return float(xs[col]), float(ys[row])
+
+
+def reference_probability(logprobs: ArrayLike, reference: int) -> np.ndarray:
+    """Probability of the reference among the options (softmax of their log-probs); works row-wise on (N, K)."""
+    values = np.asarray(logprobs, dtype=float)
+    return np.exp(values[..., reference] - special.logsumexp(values, axis=-1))
+
+
+def curve_auc(values: ArrayLike) -> float:
+    """Area under a curve sampled at equally spaced fractions 0, 1/S, …, 1 (trapezoid rule).
+
+    >>> curve_auc([1.0, 0.5, 0.0])
+    0.5
+    """
+    y = np.asarray(values, dtype=float)
+    return float(((y[1:] + y[:-1]) / 2).sum() / (y.size - 1))
+
+
+def answer_index(logprobs: ArrayLike) -> int:
+    """The option with the strictly highest log-probability, or -1 when several share it (no answer)."""
+    values = np.asarray(logprobs, dtype=float)
+    top = np.flatnonzero(values == values.max())
+    return int(top[0]) if top.size == 1 else -1
+
+
+# ------------------------------------------------------------------------------------------ inference
+
+
+def bootstrap_ci(values: ArrayLike, *, n_resamples: int = 2000, seed: int = 0,
+                 level: float = 0.95) -> list[float]:
+    """Percentile bootstrap interval of the mean of the finite ``values`` ([NaN, NaN] when there are none)."""
+    array = np.asarray(values, dtype=float)
+    array = array[np.isfinite(array)]
+    if array.size == 0:
+        return [math.nan, math.nan]
+    rng = np.random.default_rng(seed)
+    means = array[rng.integers(0, array.size, (n_resamples, array.size))].mean(axis=1)
+    tail = 100 * (1 - level) / 2
+    return [float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))]
+
+
+def paired_permutation_p(real: ArrayLike, null: ArrayLike, *, n_permutations: int = 10000, seed: int = 0) -> float:
+    """One-sided p-value that ``real`` exceeds its paired ``null`` on average (sign-flip permutation test).
+
+    Pairs with a non-finite member are dropped. The observed mean difference counts as one permutation,
+    so p >= 1 / (n_permutations + 1); NaN without pairs.
+    """
+    a, b = np.asarray(real, dtype=float), np.asarray(null, dtype=float)
+    keep = np.isfinite(a) & np.isfinite(b)
+    diff = a[keep] - b[keep]
+    if diff.size == 0:
+        return math.nan
+    signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(n_permutations, diff.size))
+    observed = diff.mean()
+    # A tolerance keeps permutations that equal the observed mean up to rounding on the "as extreme" side.
+    extreme = int(np.count_nonzero((signs @ diff) / diff.size >= observed - 1e-12 * max(1.0, abs(observed))))
+    return (extreme + 1) / (n_permutations + 1)
+
+
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm–Bonferroni adjusted p-values (step-down, monotone, capped at 1); NaN entries stay NaN.
+
+    >>> holm([0.25, 0.5, 0.125])
+    [0.5, 0.5, 0.375]
+    """
+    p = np.asarray(pvalues, dtype=float)
+    finite = np.flatnonzero(np.isfinite(p))
+    adjusted = np.full(p.size, math.nan)
+    order = finite[np.argsort(p[finite], kind="stable")]
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (order.size - rank) * p[index]))
+        adjusted[index] = running
+    return [float(v) for v in adjusted]

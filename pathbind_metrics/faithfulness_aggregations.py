@@ -1,0 +1,187 @@
+"""Faithfulness: one record per item (every measure of its causal and attention maps) and the task-level
+aggregations: means, bootstrap intervals, permutation tests with Holm–Bonferroni, and the verdict.
+
+Each measure that cannot be computed is NaN with its reason in the record's ``lost``; aggregations use the
+finite values and count the reasons. The permutation null of a map is the same map with its cells shuffled
+(one seeded permutation per item), paired with the real map of that item.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from pathbind_metrics import faithfulness as fm
+from pathbind_metrics import grounding
+
+NO_CAUSAL_SIGNAL = "causal_l1 is 0: no occlusion changes the answer margin"
+NO_ATTENTION = "no attention map"
+NO_TEXT_ONLY = "no text-only scores"
+USES_IMAGE_MIN = 1e-3  # nats: the lower 95% bound of causal_l1 above this means the answer depends on the image
+HEADLINE = ("attn_occlusion_rho", "attn_abs_delta_rho", "causal_l1", "causal_amim", "attn_amim", "pointing_hit",
+            "pointing_tie", "attn_box_ap", "causal_box_ap", "insertion_auc", "deletion_auc", "text_agreement")
+# Tested measure -> its paired null in the record; the direction is always "real above null".
+TESTS = {"attn_occlusion_rho": "attn_occlusion_rho_null", "attn_amim": "attn_amim_null",
+         "causal_amim": "causal_amim_null", "insertion_auc": "insertion_random", "deletion_random": "deletion_auc"}
+BOX_KINDS = ("true", "shifted", "far", "random_size")
+
+
+def item_record(original: np.ndarray, patches: np.ndarray, attention: np.ndarray | str, text_only: np.ndarray | str,
+                curves: Mapping[str, np.ndarray | str], *, reference: int, box: Sequence[float],
+                image_size: Sequence[int], seed: int) -> dict[str, Any]:
+    """Every measure of one item. ``attention`` or ``text_only`` may be the model's reason for having none."""
+    grid = round(math.sqrt(len(patches)))
+    lost: dict[str, str] = {}
+    delta = fm.occlusion_map(original, patches, reference, grid)
+    magnitude = np.abs(delta)
+    coverage = fm.box_coverage(box, image_size, grid)
+    rng = np.random.default_rng(seed)
+    shuffle = rng.permutation(grid * grid)
+    record: dict[str, Any] = {"causal_l1": float(magnitude.sum()), "area_share": float(coverage.mean())}
+    causal = _causal_measures(magnitude, shuffle, coverage, box, image_size, lost)
+    attn = _attention_measures(attention, delta, shuffle, coverage, box, image_size, lost)
+    boxes = fm.control_boxes(box, image_size, rng)
+    maps = {"attention": attention if isinstance(attention, np.ndarray) else None, "causal": magnitude}
+    record["boxes"] = {name: {kind: (fm.mass_in_box(m, fm.box_coverage(b, image_size, grid))
+                                     if m is not None and np.isfinite(b).all() else math.nan)
+                              for kind, b in boxes.items()} for name, m in maps.items()}
+    record.update(causal, **attn, **_curves(curves, reference), text_agreement=_agreement(original, text_only, lost))
+    return {**record, "lost": lost}
+
+
+def _causal_measures(magnitude: np.ndarray, shuffle: np.ndarray, coverage: np.ndarray, box: Sequence[float],
+                     image_size: Sequence[int], lost: dict[str, str]) -> dict[str, float]:
+    if magnitude.sum() == 0:
+        lost.update(causal_amim=NO_CAUSAL_SIGNAL, attn_occlusion_rho=NO_CAUSAL_SIGNAL)
+        return {"causal_amim": math.nan, "causal_amim_null": math.nan, "causal_box_ap": math.nan}
+    shuffled = magnitude.ravel()[shuffle].reshape(magnitude.shape)
+    box_ap = grounding.pixel_average_precision(magnitude, box, image_size, sigma=0)
+    if math.isnan(box_ap):
+        lost["causal_box_ap"] = grounding.grounding_problem(magnitude, box, image_size, sigma=0) or "NaN"
+    return {"causal_amim": fm.mass_in_box(magnitude, coverage),
+            "causal_amim_null": fm.mass_in_box(shuffled, coverage), "causal_box_ap": box_ap}
+
+
+def _attention_measures(attention: np.ndarray | str, delta: np.ndarray, shuffle: np.ndarray, coverage: np.ndarray,
+                        box: Sequence[float], image_size: Sequence[int], lost: dict[str, str]) -> dict[str, float]:
+    names = ("attn_occlusion_rho", "attn_occlusion_rho_null", "attn_abs_delta_rho", "attn_amim", "attn_amim_null",
+             "pointing_hit", "pointing_tie", "attn_box_ap")
+    if isinstance(attention, str):
+        lost["attention"] = attention
+        return dict.fromkeys(names, math.nan)
+    shuffled = attention.ravel()[shuffle].reshape(attention.shape)
+    hit, tie = fm.pointing(attention, coverage)
+    values = {"attn_occlusion_rho": fm.spearman(attention, delta),
+              "attn_occlusion_rho_null": fm.spearman(shuffled, delta),
+              "attn_abs_delta_rho": fm.spearman(attention, np.abs(delta)),
+              "attn_amim": fm.mass_in_box(attention, coverage),
+              "attn_amim_null": fm.mass_in_box(shuffled, coverage), "pointing_hit": hit, "pointing_tie": float(tie),
+              "attn_box_ap": grounding.pixel_average_precision(attention, box, image_size, sigma=0)}
+    if math.isnan(values["attn_occlusion_rho"]):
+        lost.setdefault("attn_occlusion_rho", "attention or occlusion map is constant")
+    if math.isnan(values["attn_box_ap"]):
+        lost["attn_box_ap"] = grounding.grounding_problem(attention, box, image_size, sigma=0) or "NaN"
+    return values
+
+
+def _curves(curves: Mapping[str, np.ndarray | str], reference: int) -> dict[str, float]:
+    """AUC of the reference answer's probability along each curve (fraction of cells deleted or inserted)."""
+    names = {"deletion/attention": "deletion_auc", "deletion/random": "deletion_random",
+             "insertion/attention": "insertion_auc", "insertion/random": "insertion_random"}
+    return {field: (fm.curve_auc(fm.reference_probability(curves[name], reference))
+                    if isinstance(curves.get(name), np.ndarray) else math.nan) for name, field in names.items()}
+
+
+def _agreement(original: np.ndarray, text_only: np.ndarray | str, lost: dict[str, str]) -> float:
+    if isinstance(text_only, str):
+        lost["text_agreement"] = f"{NO_TEXT_ONLY}: {text_only}"
+        return math.nan
+    return float(fm.answer_index(original) == fm.answer_index(text_only))
+
+
+def lost_record(reason: str) -> dict[str, Any]:
+    """The record of an item that could not be scored at all."""
+    fields = (*HEADLINE, *TESTS.values(), "attn_occlusion_rho_null", "area_share")
+    return {**dict.fromkeys(fields, math.nan), "boxes": {}, "lost": {"item": reason}}
+
+
+# ------------------------------------------------------------------------------------------- aggregations
+
+
+def mean(records: list[dict[str, Any]], field: str) -> float:
+    values = _values(records, field)
+    values = values[np.isfinite(values)]
+    return float(values.mean()) if values.size else math.nan
+
+
+def intervals(records: list[dict[str, Any]], *, n_resamples: int = 2000, seed: int = 0) -> dict[str, list[float]]:
+    """95% bootstrap CI of each headline mean and of each tested measure's excess over its null."""
+    out = {name: fm.bootstrap_ci(_values(records, name), n_resamples=n_resamples, seed=seed) for name in HEADLINE}
+    for real, null in TESTS.items():
+        out[f"{real}_minus_{null}"] = fm.bootstrap_ci(_values(records, real) - _values(records, null),
+                                                      n_resamples=n_resamples, seed=seed)
+    for name in ("causal_amim", "attn_amim"):
+        out[f"{name}_minus_area_share"] = fm.bootstrap_ci(_values(records, name) - _values(records, "area_share"),
+                                                          n_resamples=n_resamples, seed=seed)
+    return out
+
+
+def permutation_tests(records: list[dict[str, Any]], *, n_permutations: int = 10000,
+                      seed: int = 0) -> dict[str, Any]:
+    """Per tested measure: the p-value over all items and per subgroup, Holm–Bonferroni-adjusted across subgroups."""
+    groups = sorted({str(r.get("group")) for r in records})
+    out: dict[str, Any] = {}
+    for real, null in TESTS.items():
+        raw = [fm.paired_permutation_p(*_pair([r for r in records if str(r.get("group")) == g], real, null),
+                                       n_permutations=n_permutations, seed=seed) for g in groups]
+        by_group = {g: {"p": p, "p_holm": ph, "n": sum(1 for r in records if str(r.get("group")) == g)}
+                    for g, p, ph in zip(groups, raw, fm.holm(raw), strict=True)}
+        out[f"{real}>{null}"] = {"p": fm.paired_permutation_p(*_pair(records, real, null),
+                                                              n_permutations=n_permutations, seed=seed),
+                                 "by_group": by_group}
+    return out
+
+
+def control_box_masses(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Mean mass of the attention and the causal map in the true box and in each control box."""
+    return {name: {kind: _mean([r["boxes"][name][kind] for r in records if name in r["boxes"]]) for kind in BOX_KINDS}
+            for name in ("attention", "causal")}
+
+
+def verdict(records: list[dict[str, Any]], *, uses_image_min: float = USES_IMAGE_MIN) -> dict[str, Any]:
+    """The two axes of the paper's Figure 3: does the answer depend on the image (the lower 95% bound of
+    ``causal_l1`` above ``uses_image_min``), and does attention track causal importance (mean ρ > 0 with its
+    95% interval above 0)?"""
+    l1_ci = fm.bootstrap_ci(_values(records, "causal_l1"))
+    rho, rho_ci = mean(records, "attn_occlusion_rho"), fm.bootstrap_ci(_values(records, "attn_occlusion_rho"))
+    uses = bool(l1_ci[0] > uses_image_min)
+    tracks = uses and bool(rho > 0 and rho_ci[0] > 0)
+    return {"image": "uses the image" if uses else "does not use the image",
+            "attention": ("attention tracks causal importance" if tracks
+                          else "attention does not track causal importance"),
+            "causal_l1": mean(records, "causal_l1"), "causal_l1_ci": l1_ci, "rho": rho, "rho_ci": rho_ci}
+
+
+def lost_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many items, how many had a finite ρ, and per measure and reason how many could not be scored."""
+    counts = Counter(f"{measure}: {reason}" for r in records for measure, reason in r["lost"].items())
+    scored = sum(1 for r in records if math.isfinite(r["attn_occlusion_rho"]))
+    return {"items": len(records), "scored": scored, **dict(sorted(counts.items()))}
+
+
+def _values(records: list[dict[str, Any]], field: str) -> np.ndarray:
+    return np.asarray([r.get(field, math.nan) for r in records], dtype=float)
+
+
+def _pair(records: list[dict[str, Any]], real: str, null: str) -> tuple[np.ndarray, np.ndarray]:
+    return _values(records, real), _values(records, null)
+
+
+def _mean(values: list[float]) -> float:
+    array = np.asarray(values, dtype=float)
+    array = array[np.isfinite(array)]
+    return float(array.mean()) if array.size else math.nan

@@ -1,0 +1,144 @@
+"""Grounding: one record per item (all measures of its maps) and the task-level aggregations over records.
+
+An item record holds, for the true expression's map, IoU/precision/recall at every threshold of the sweep
+(middle-third layers), the same at q=0.2 for every layer set, effective support, pixel-AP, and the
+cross-query correlation of the item's K maps. A measure that cannot be computed is NaN and its reason is
+kept in ``lost``; the aggregations average the finite values and count the reasons.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from pathbind_metrics import grounding
+
+Q_SWEEP = (0.05, 0.1, 0.2, 0.3, 0.4)
+Q_DEFAULT = 0.2
+REGION = ("iou", "precision", "recall")
+# Reported metric -> record field (names chosen so that none is a substring of another).
+HEADLINE = {"attn_iou": "iou", "attn_precision": "precision", "attn_recall": "recall", "eff_support": "eff_support",
+            "cross_query_r": "cross_query_r", "pixel_ap": "pixel_ap"}
+
+
+def item_record(maps: Sequence[dict[str, np.ndarray] | str], box: Sequence[float], image_size: Sequence[int],
+                *, sigma: float = 3.0) -> dict[str, Any]:
+    """Every measure of one item; ``maps[0]`` is the true expression's maps by layer set, the rest alternatives.
+
+    A map entry that is a string is the model's reason for having no map for that query.
+    """
+    lost: dict[str, str] = {}
+    first = maps[0] if maps else "no maps in the response"
+    true_maps = first if isinstance(first, dict) else {}
+    if isinstance(first, str):
+        lost["item"] = first
+    mid = true_maps.get("mid")
+    record: dict[str, Any] = {"lost": lost, **_sweep(mid, box, image_size, sigma, lost)}
+    record["layers"] = {name: {m: record[m][str(Q_DEFAULT)] for m in REGION} if name == "mid"
+                        else _region(attn_map, box, image_size, sigma, lost) for name, attn_map in true_maps.items()}
+    record["eff_support"] = _support(mid, lost)
+    record["cross_query_r"] = _cross_query(maps, image_size, sigma, lost)
+    return record
+
+
+def _sweep(attn_map: np.ndarray | None, box: Sequence[float], image_size: Sequence[int], sigma: float,
+           lost: dict[str, str]) -> dict[str, Any]:
+    """IoU/precision/recall per q of the sweep and pixel-AP, all from one heat map."""
+    if attn_map is None:
+        return {**{name: dict.fromkeys(map(str, Q_SWEEP), math.nan) for name in REGION}, "pixel_ap": math.nan}
+    sweep = grounding.region_sweep(attn_map, box, image_size, qs=Q_SWEEP, sigma=sigma)
+    if math.isnan(sweep["pixel_ap"]):
+        reason = grounding.grounding_problem(attn_map, box, image_size, sigma=sigma) or "NaN"
+        lost.update(iou=reason, pixel_ap=reason)
+    return {**{name: {str(q): values[name] for q, values in sweep["by_q"].items()} for name in REGION},
+            "pixel_ap": sweep["pixel_ap"]}
+
+
+def _region(attn_map: np.ndarray, box: Sequence[float], image_size: Sequence[int], sigma: float,
+            lost: dict[str, str]) -> dict[str, float]:
+    values = grounding.attention_region_metrics(attn_map, box, image_size, q=Q_DEFAULT, sigma=sigma)
+    if math.isnan(values["iou"]):
+        lost.setdefault("iou", grounding.grounding_problem(attn_map, box, image_size, sigma=sigma) or "NaN")
+    return values
+
+
+def _support(attn_map: np.ndarray | None, lost: dict[str, str]) -> float:
+    if attn_map is None:
+        return math.nan
+    value = grounding.effective_support_ratio(attn_map)
+    if math.isnan(value):
+        lost["eff_support"] = grounding.support_problem(attn_map) or "NaN"
+    return value
+
+
+def _cross_query(maps: Sequence[dict[str, np.ndarray] | str], image_size: Sequence[int], sigma: float,
+                 lost: dict[str, str]) -> float:
+    mids = [m["mid"] for m in maps if isinstance(m, dict) and "mid" in m]
+    if len(mids) < len(maps):
+        reason = next((m for m in maps if isinstance(m, str)), "a query has no middle-layer map")
+        lost["cross_query_r"] = f"alternative query: {reason}"
+        return math.nan
+    value = grounding.cross_query_correlation(mids, image_size=image_size, sigma=sigma)
+    if math.isnan(value):
+        lost["cross_query_r"] = grounding.correlation_problem(mids, image_size=image_size, sigma=sigma) or "NaN"
+    return value
+
+
+# ------------------------------------------------------------------------------------------- aggregations
+
+
+def headline_value(records: list[dict[str, Any]], field: str) -> float:
+    """Mean over the items where ``field`` (at q=0.2 for region measures) is finite; NaN when none is."""
+    values = _finite(records, field)
+    return float(values.mean()) if values.size else math.nan
+
+
+def bootstrap_intervals(records: list[dict[str, Any]], *, n_resamples: int = 2000, seed: int = 0,
+                        level: float = 0.95) -> dict[str, list[float]]:
+    """Percentile bootstrap CI of each headline metric, resampling its scorable items (seeded)."""
+    rng = np.random.default_rng(seed)
+    tail = 100 * (1 - level) / 2
+    intervals = {}
+    for metric, field in HEADLINE.items():
+        values = _finite(records, field)
+        if values.size == 0:
+            intervals[metric] = [math.nan, math.nan]
+            continue
+        means = values[rng.integers(0, values.size, (n_resamples, values.size))].mean(axis=1)
+        intervals[metric] = [float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))]
+    return intervals
+
+
+def q_sweep(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """IoU, precision and recall of the middle-third map at each threshold q."""
+    return {str(q): {name: _mean([r[name][str(q)] for r in records]) for name in REGION} for q in Q_SWEEP}
+
+
+def layer_sweep(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """IoU, precision and recall at q=0.2 for each layer set the model returned (shallow / mid / deep / all)."""
+    names = sorted({name for r in records for name in r["layers"]})
+    return {name: {m: _mean([r["layers"][name][m] for r in records if name in r["layers"]]) for m in REGION}
+            for name in names}
+
+
+def lost_items(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """How many items were scored, and per measure and reason how many could not be."""
+    counts = Counter(f"{measure}: {reason}" for r in records for measure, reason in r["lost"].items())
+    return {"items": len(records), "scored": sum(1 for r in records if math.isfinite(r["iou"][str(Q_DEFAULT)])),
+            **dict(sorted(counts.items()))}
+
+
+def _finite(records: list[dict[str, Any]], field: str) -> np.ndarray:
+    values = [r[field][str(Q_DEFAULT)] if field in REGION else r[field] for r in records]
+    array = np.asarray(values, dtype=float)
+    return array[np.isfinite(array)]
+
+
+def _mean(values: list[float]) -> float:
+    array = np.asarray(values, dtype=float)
+    array = array[np.isfinite(array)]
+    return float(array.mean()) if array.size else math.nan

@@ -1,0 +1,1 @@
+"""Hugging Face vision-language models as PathBind adapters (generation, attention probe, option scores)."""

@@ -1,0 +1,246 @@
+"""A Hugging Face vision-language checkpoint as a PathBind adapter: generation, option scores, entity attention."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from itertools import islice
+from typing import Any
+
+import numpy as np
+import torch
+from PIL import Image
+
+from pathbind_models.adapter import EntityAttention, layer_indices
+from pathbind_models.hf import probe
+from pathbind_models.hf.families import Family, family_of, stitch
+
+_DECODER_ATTENTION = re.compile(r"(?:language_model|text_model)\.(?:model\.)?layers\.(\d+)\.self_attn$")
+_GREEDY = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+
+
+class HFAdapter:
+    """One checkpoint of a supported family (see ``pathbind_models.hf.families``), loaded with the probe attention.
+
+    ``max_new_tokens`` caps every request's budget (a task's own ``max_new_tokens`` applies below it);
+    ``thinking`` is passed to chat templates that switch reasoning on and off (``enable_thinking``);
+    ``occlusion_batch`` fixes how many images :meth:`image_option_logprobs` scores per forward (default: from
+    free memory, see :meth:`_images_per_forward`).
+    """
+
+    def __init__(self, pretrained: str, dtype: str = "float32", device: str = "cpu",
+                 max_new_tokens: int | None = None, thinking: bool | None = None,
+                 occlusion_batch: int | None = None) -> None:
+        from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
+
+        if dtype != "auto" and not isinstance(getattr(torch, dtype, None), torch.dtype):
+            raise ValueError(f"dtype {dtype!r} is not a torch dtype (float32, bfloat16, float16) or 'auto'")
+        self.pretrained = pretrained
+        self.family: Family = family_of(AutoConfig.from_pretrained(pretrained), pretrained)
+        self.processor = AutoProcessor.from_pretrained(pretrained)
+        self.model = AutoModelForImageTextToText.from_pretrained(
+            pretrained, dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
+            attn_implementation=probe.register(), device_map=device).eval()
+        self.config = self.model.config
+        self.box_convention = self.family.box_convention
+        self.max_new_tokens = max_new_tokens
+        self.template_kwargs = {} if thinking is None else {"enable_thinking": bool(thinking)}
+        self.decoder_layers = self._decoder_attention_modules()
+        self.occlusion_batch = int(occlusion_batch) if occlusion_batch else None
+
+    # -- generation ---------------------------------------------------------------------------------------------
+
+    def generate(self, images: list[Image.Image], text: str, **gen_kwargs: Any) -> str:
+        return self.generate_batch([(images, text)], **gen_kwargs)[0]
+
+    def generate_batch(self, items: list[tuple[list[Image.Image], str]], **gen_kwargs: Any) -> list[str]:
+        """Greedy unless the task asks to sample; items of one batch must have the same number of images."""
+        inputs = self._encode([self._prompt(len(images), text) for images, text in items],
+                              [images for images, _ in items], padding_side="left")
+        with torch.inference_mode():
+            output = self.model.generate(**inputs, **self._generation_options(gen_kwargs))
+        new_tokens = output[:, inputs["input_ids"].shape[1]:]
+        return self.processor.batch_decode(new_tokens, skip_special_tokens=True)
+
+    def _generation_options(self, gen_kwargs: dict[str, Any]) -> dict[str, Any]:
+        budget = int(gen_kwargs.get("max_new_tokens", 256))
+        budget = min(budget, self.max_new_tokens) if self.max_new_tokens else budget
+        options: dict[str, Any] = {"max_new_tokens": budget, **_GREEDY,
+                                   "pad_token_id": self.processor.tokenizer.pad_token_id}
+        temperature = float(gen_kwargs.get("temperature") or 0)
+        if gen_kwargs.get("do_sample") and temperature > 0:
+            options.update(do_sample=True, temperature=temperature, top_p=gen_kwargs.get("top_p"))
+        if gen_kwargs.get("num_beams"):
+            options["num_beams"] = int(gen_kwargs["num_beams"])
+        return options
+
+    # -- option scores ------------------------------------------------------------------------------------------
+
+    def option_logprobs(self, images: list[Image.Image], text: str, options: list[str]) -> np.ndarray:
+        """Sum of token log-probabilities of each option after the prompt, all options in one forward.
+
+        The option's tokens are appended to the prompt's token ids (tokenised on their own), so every
+        option is scored against exactly the same prompt tokens (see :meth:`_score_options`).
+        """
+        prompt = self._encode([self._prompt(len(images), text)], [images])
+        return self._score_options(prompt, self._option_ids(options))[0]
+
+    def image_option_logprobs(self, images: Iterable[Image.Image], text: str, options: list[str]) -> np.ndarray:
+        """:meth:`option_logprobs` of ``text`` about each image alone (N × K), B images per forward.
+
+        The images must share one size (occlusions of one image do), so the B prompts have the same tokens
+        and need no padding; each forward holds B rows per distinct option prefix (B for Yes/No).
+        """
+        option_ids, prompt, chunks = self._option_ids(options), self._prompt(1, text), iter(images)
+        first = list(islice(chunks, 1))
+        if not first:
+            return np.zeros((0, len(options)))
+        inputs = self._encode([prompt], [first])
+        rows = [self._score_options(inputs, option_ids)]
+        length = inputs["input_ids"].shape[1] + max(map(len, option_ids))
+        per_forward = self.occlusion_batch or self._images_per_forward(length, option_ids)
+        while chunk := list(islice(chunks, per_forward)):
+            rows.append(self._score_options(self._encode([prompt] * len(chunk), [[i] for i in chunk]), option_ids))
+        return np.concatenate(rows)
+
+    def _images_per_forward(self, length: int, option_ids: list[list[int]]) -> int:
+        """Images per forward from free memory: a quarter of it over a rough float32 peak per row of ``length``
+        tokens (one layer's hidden states, MLP activations and attention scores, plus the kept logits), 1 to 64."""
+        text = self.config.get_text_config()
+        intermediate = getattr(text, "intermediate_size", 4 * text.hidden_size)
+        per_row = 4 * (length * (8 * text.hidden_size + 4 * intermediate + text.num_attention_heads * length)
+                       + (max(map(len, option_ids)) + 1) * text.vocab_size)
+        if self.model.device.type == "cuda":
+            free = torch.cuda.mem_get_info(self.model.device)[0]
+        else:
+            import psutil
+
+            free = psutil.virtual_memory().available
+        rows_per_image = len({tuple(ids[:-1]) for ids in option_ids})  # see _score_options
+        return int(min(64, max(1, free // 4 // (per_row * rows_per_image))))
+
+    def _option_ids(self, options: list[str]) -> list[list[int]]:
+        option_ids = [self.processor.tokenizer(option, add_special_tokens=False)["input_ids"] for option in options]
+        if not all(option_ids):
+            raise ValueError(f"an option tokenises to nothing: {options!r}")
+        return option_ids
+
+    def _score_options(self, prompt: dict[str, torch.Tensor], option_ids: list[list[int]]) -> np.ndarray:
+        """(prompts × options) summed log-probabilities of each option after each of the equal-length prompts.
+
+        An option's last token is predicted, never read, so each row is a prompt plus one distinct option prefix
+        (all but the last token): single-token options such as Yes/No share the bare prompt's row, and each image
+        goes through the model once. Only the logits of the option positions are computed (``logits_to_keep``):
+        a full vocabulary at every prompt position would dominate memory for real checkpoints.
+        """
+        count = prompt["input_ids"].shape[0]
+        prefixes = list(dict.fromkeys(tuple(ids[:-1]) for ids in option_ids))
+        kept = max(map(len, prefixes)) + 1
+        batch = _append_continuations(prompt, [list(p) for p in prefixes], self.processor.tokenizer.pad_token_id or 0)
+        with torch.inference_mode():
+            logprobs = self.model(**batch, logits_to_keep=kept).logits.float().log_softmax(dim=-1)
+        scores = np.zeros((count, len(option_ids)))
+        for k, ids in enumerate(option_ids):  # rows are prefix-major: row j * count + b
+            j = prefixes.index(tuple(ids[:-1]))
+            rows = logprobs[j * count:(j + 1) * count, :len(ids)]  # position i predicts token i of the option
+            target = torch.tensor(ids, device=rows.device).expand(count, -1)[..., None]
+            scores[:, k] = rows.gather(2, target).sum(dim=(1, 2)).cpu().double().numpy()
+        return scores
+
+    # -- attention ----------------------------------------------------------------------------------------------
+
+    def entity_attention(self, image: Image.Image, text: str, entity: str,
+                         layers: str | list[int] = "mid") -> EntityAttention:
+        """Algorithm 1 steps 1–4 in one forward pass: the rows of ``entity``'s tokens, in the chosen layers only."""
+        chosen = layer_indices(layers, len(self.decoder_layers))
+        prompt = self._prompt(1, text)
+        inputs = self._encode([prompt], [[image]])
+        ids = inputs["input_ids"][0].cpu().numpy()
+        entity_positions = self._entity_positions(prompt, ids, text, entity)
+        image_positions = np.flatnonzero(ids == self.config.image_token_id)
+        modules = {self.decoder_layers[i]: i for i in chosen}
+        with probe.recording(entity_positions, modules) as record, torch.inference_mode():
+            self.model(**inputs)
+        rows = {i: record.rows_by_layer[i][0][:, image_positions].cpu().double().numpy() for i in chosen}
+        views = self.family.layout(self.config, self.processor, inputs, image_positions, image.size)
+        mean_rows = np.mean([rows[i] for i in chosen], axis=0).max(axis=0)  # layer mean, then max over tokens
+        attention_map, global_map = stitch(_view_maps(mean_rows, views), views)
+        per_layer = {i: np.stack([stitch(_view_maps(token, views), views)[0] for token in rows[i]]) for i in chosen}
+        return EntityAttention(
+            map=attention_map, layers=chosen, token_positions=entity_positions,
+            image_token_positions=image_positions.tolist(), grid_shape=attention_map.shape, inputs=dict(inputs),
+            per_layer=per_layer, global_map=global_map)
+
+    def _entity_positions(self, prompt: str, ids: np.ndarray, text: str, entity: str) -> list[int]:
+        """Positions in ``ids`` of the tokens covering the last occurrence of ``entity`` in the user's ``text``.
+
+        The prompt is tokenised with offsets before the processor expands the image placeholder; the
+        expansion only changes tokens before the text, so the tail from the entity on must match ``ids``.
+        """
+        text_start, entity_start = prompt.rfind(text), text.rfind(entity)
+        if not entity or text_start < 0 or entity_start < 0:
+            raise ValueError(f"entity {entity!r} does not occur in the prompt text {text!r}")
+        start = text_start + entity_start
+        end = start + len(entity)
+        encoded = self.processor.tokenizer(prompt, add_special_tokens=False, return_offsets_mapping=True)
+        tokens, offsets = encoded["input_ids"], encoded["offset_mapping"]
+        covering = [i for i, (a, b) in enumerate(offsets) if a < end and b > start]
+        if not covering:
+            raise ValueError(f"entity {entity!r} covers no token")
+        tail = len(tokens) - covering[0]
+        if len(ids) < tail or list(ids[-tail:]) != tokens[-tail:]:
+            raise ValueError(f"could not align the tokens of entity {entity!r} with the model inputs")
+        return [len(ids) - len(tokens) + i for i in covering]
+
+    def _decoder_attention_modules(self) -> list[torch.nn.Module]:
+        found = {int(m.group(1)): module for name, module in self.model.named_modules()
+                 if (m := _DECODER_ATTENTION.search(name))}
+        count = self.config.get_text_config().num_hidden_layers
+        if sorted(found) != list(range(count)):
+            raise ValueError(f"{self.pretrained}: found decoder attention layers {sorted(found)}, expected {count}")
+        return [found[i] for i in range(count)]
+
+    # -- inputs -------------------------------------------------------------------------------------------------
+
+    def _prompt(self, image_count: int, text: str) -> str:
+        content = [{"type": "image"}] * image_count + [{"type": "text", "text": text}]
+        return self.processor.apply_chat_template([{"role": "user", "content": content}], add_generation_prompt=True,
+                                                  tokenize=False, **self.template_kwargs)
+
+    def _encode(self, prompts: list[str], images: list[list[Image.Image]],
+                padding_side: str = "right") -> dict[str, torch.Tensor]:
+        image_arg = images if any(images) else None
+        inputs = self.processor(text=prompts, images=image_arg, return_tensors="pt", padding=True,
+                                padding_side=padding_side)
+        return {k: v.to(self.model.device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+
+
+def _view_maps(maps: np.ndarray, views: list[Any]) -> list[np.ndarray]:
+    """Split a flat row over the image tokens into each view's grid."""
+    return [maps[v.start:v.start + v.grid[0] * v.grid[1]].reshape(v.grid) for v in views]
+
+
+_SEQUENCE_KEYS = ("input_ids", "attention_mask", "token_type_ids", "mm_token_type_ids")
+
+
+def _append_continuations(prompt: dict[str, torch.Tensor], continuations: list[list[int]],
+                          pad_id: int) -> dict[str, Any]:
+    """Rows ``k * B + b``: prompt b's tokens, then continuation k (possibly empty), right-padded; image tensors
+    repeated per continuation in prompt order, the layout every family's image tensors need (flat patch lists
+    too)."""
+    count = prompt["input_ids"].shape[0]
+    length = prompt["input_ids"].shape[1] + max(map(len, continuations))
+    batch: dict[str, Any] = {}
+    for key, value in prompt.items():
+        if key not in _SEQUENCE_KEYS:
+            batch[key] = torch.cat([value] * len(continuations)) if isinstance(value, torch.Tensor) else value
+            continue
+        rows = []
+        for ids in continuations:
+            tail = {"input_ids": ids, "attention_mask": [1] * len(ids)}.get(key, [0] * len(ids))
+            for b in range(count):
+                row = torch.cat([value[b], torch.tensor(tail, dtype=value.dtype, device=value.device)])
+                fill = pad_id if key == "input_ids" else 0
+                rows.append(torch.nn.functional.pad(row, (0, length - len(row)), value=fill))
+        batch[key] = torch.stack(rows)
+    return batch

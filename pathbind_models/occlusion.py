@@ -1,0 +1,68 @@
+"""The model side of an occlusion request (``pathbind.occlusion_requests``): every perturbed image, scored in batches.
+
+An adapter answers occlusion requests when it has ``image_option_logprobs(images, text, options)``: the option
+log-probabilities (N × K) of ``text`` asked about each of an iterable of images, one image each. The HF adapter
+scores several images per forward; the controls loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from pathbind.occlusion_requests import (
+    CURVES,
+    OcclusionRequest,
+    OcclusionResponse,
+    curve_masks,
+    curve_orders,
+    fill_colour,
+    occlude,
+)
+from pathbind_metrics.faithfulness import resample_to_grid
+
+
+def answer(adapter: Any, image: Image.Image, request: OcclusionRequest) -> OcclusionResponse:
+    """Scores of the original image, of no image, of each single-cell occlusion and of each curve step, plus the
+    entity attention on the grid; attention and text-only failures are reported in the response, not raised."""
+    grid, colour = request.grid, fill_colour(image, request.fill)
+    attention, native = _attention(adapter, image, request)
+    # Curves ordered by attention mean nothing without an attention map: only the random ones are run then.
+    names = [n for n in CURVES if isinstance(attention, np.ndarray) or n.endswith("random")]
+    orders = curve_orders(attention if isinstance(attention, np.ndarray) else np.zeros((grid, grid)), request.seed)
+    masks = [*_single_cells(grid)]
+    for name in names:
+        kind, order = name.split("/")
+        masks.extend(curve_masks(orders[order], grid, request.steps, kind))
+    images: Iterator[Image.Image] = (image if mask is None else occlude(image, mask, colour) for mask in [None, *masks])
+    scores = np.asarray(adapter.image_option_logprobs(images, request.prompt, list(request.options)), dtype=float)
+    cells, points = grid * grid, request.steps + 1
+    curves: dict[str, np.ndarray | str] = {
+        name: scores[1 + cells + i * points:1 + cells + (i + 1) * points] for i, name in enumerate(names)}
+    return OcclusionResponse(original=scores[0], text_only=_text_only(adapter, request), patches=scores[1:1 + cells],
+                             attention=attention, attention_grid=native, curves=curves)
+
+
+def _single_cells(grid: int) -> Iterator[np.ndarray]:
+    for cell in range(grid * grid):
+        mask = np.zeros(grid * grid, bool)
+        mask[cell] = True
+        yield mask.reshape(grid, grid)
+
+
+def _attention(adapter: Any, image: Image.Image, request: OcclusionRequest) -> tuple[np.ndarray | str, tuple[int, int]]:
+    try:
+        native = adapter.entity_attention(image, request.prompt, request.entity, layers="mid").map
+        return resample_to_grid(native, request.grid), (int(native.shape[0]), int(native.shape[1]))
+    except Exception as exc:  # scored without attention measures; the reason is counted by the task
+        return f"{type(exc).__name__}: {exc}", (0, 0)
+
+
+def _text_only(adapter: Any, request: OcclusionRequest) -> np.ndarray | str:
+    try:
+        return np.asarray(adapter.option_logprobs([], request.prompt, list(request.options)), dtype=float)
+    except Exception as exc:
+        return f"{type(exc).__name__}: {exc}"

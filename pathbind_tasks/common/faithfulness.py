@@ -1,0 +1,109 @@
+"""Causal faithfulness tasks: each grounding item becomes a yes/no presence question whose answer margin is
+measured under patch occlusion and compared with the model's attention (../shared/DESIGN.md §4.4).
+
+Grounding items carry an expression and its box but no answer options, so every item asks
+``Is there <expression> in this image?`` (yes/no prompt template) with reference answer "Yes": the expression
+was annotated in this image, and hiding its box should lower the "Yes" margin. The heat map under test is the
+attention from the expression's tokens in that same question. Schema: ``id``, ``image``, ``expression``,
+``bbox`` ([x_min, y_min, x_max, y_max] pixels), ``width``, ``height``, plus the column naming the item's
+subgroup for the permutation tests (``split``, or ``pattern`` in the demo).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+from typing import Any
+
+import datasets
+import numpy as np
+from loguru import logger
+from PIL import Image
+
+from pathbind import render_template
+from pathbind.occlusion_requests import OcclusionRequest, OcclusionResponse
+from pathbind_metrics import faithfulness_aggregations as fa
+from pathbind_tasks.common.conditions import with_readable_images
+from pathbind_tasks.sources.raw import require
+
+COLUMNS = ("id", "image", "expression", "bbox", "width", "height")
+OPTIONS, REFERENCE = ("Yes", "No"), 0
+SEED = 0  # combined with each item's id, so the random curve order and control boxes do not depend on the rank
+METRICS = (*fa.HEADLINE, "control_boxes", "faith_ci", "perm_tests", "verdict", "faith_lost")
+
+
+def subgroups_by(column: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
+    """``process_docs`` checking the schema and every image, with ``column`` as each item's subgroup."""
+
+    def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
+        require(dataset.column_names, (*COLUMNS, column), dataset="faithfulness", folder="pathbind_grounding")
+        docs = with_readable_images(dataset)
+        return docs.add_column("subgroup", [str(value) for value in docs[column]])
+
+    return process_docs
+
+
+by_split = subgroups_by("split")
+by_pattern = subgroups_by("pattern")
+
+
+def doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
+    return [doc["image"].convert("RGB")]
+
+
+def question(expression: str) -> str:
+    return f"Is there {expression.strip().rstrip('.')} in this image?"
+
+
+def item_seed(doc_id: Any) -> int:
+    return zlib.crc32(f"{SEED}:{doc_id}".encode())
+
+
+def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
+    """An occlusion request (``pathbind.occlusion_requests``) for the item's presence question."""
+    options = lmms_eval_specific_kwargs or {}
+    prompt = render_template("yesno", question=question(doc["expression"]), thinking=False)
+    return OcclusionRequest(prompt, OPTIONS, REFERENCE, entity=doc["expression"].strip().rstrip("."),
+                            grid=int(options.get("grid", 16)), fill=str(options.get("fill", "mean")),
+                            steps=int(options.get("steps", 16)), seed=item_seed(doc["id"])).encode()
+
+
+def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
+    """One record, emitted under every metric name; total (NaN with reasons), never raising."""
+    base = {"id": str(doc.get("id")), "group": doc.get("subgroup")}
+    try:
+        if doc.get("image_error"):
+            raise ValueError(doc["image_error"])
+        response = OcclusionResponse.decode(results[0] if results else "")
+        record = fa.item_record(_scores(response.original, "original"), _scores(response.patches, "patches"),
+                                response.attention, response.text_only, response.curves, reference=REFERENCE,
+                                box=[float(v) for v in doc["bbox"]], image_size=(int(doc["width"]), int(doc["height"])),
+                                seed=item_seed(doc["id"]))
+    except Exception as exc:  # the item is counted as lost with its reason
+        reason = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+        logger.warning(f"doc {base['id']}: cannot score faithfulness ({reason})")
+        record = fa.lost_record(reason)
+    record = {**base, **record}
+    return dict.fromkeys(METRICS, record)
+
+
+def _scores(part: np.ndarray | str, name: str) -> np.ndarray:
+    if isinstance(part, str):
+        raise ValueError(f"the model returned no {name} scores: {part}")
+    return part
+
+
+def _mean_of(field: str) -> Callable[[list[dict[str, Any]]], float]:
+    def aggregate(records: list[dict[str, Any]]) -> float:
+        return fa.mean(records, field)
+
+    return aggregate
+
+
+(attn_occlusion_rho, attn_abs_delta_rho, causal_l1, causal_amim, attn_amim, pointing_hit, pointing_tie, attn_box_ap,
+ causal_box_ap, insertion_auc, deletion_auc, text_agreement) = (_mean_of(field) for field in fa.HEADLINE)
+control_boxes = fa.control_box_masses
+faith_ci = fa.intervals
+perm_tests = fa.permutation_tests
+verdict = fa.verdict
+faith_lost = fa.lost_counts

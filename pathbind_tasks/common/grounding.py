@@ -1,0 +1,110 @@
+"""Attention grounding tasks: each item asks the model for entity attention maps, scored against its box.
+
+Schema (after conversion): ``id``, ``image``, ``expression``, ``bbox`` ([x_min, y_min, x_max, y_max] in
+pixels), ``width``, ``height``, ``split``. ``process_docs`` adds ``alternatives``: the other expressions of
+the cross-query test, drawn with a fixed seed from the same split, so every model and run gets the same.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import datasets
+import numpy as np
+from loguru import logger
+from PIL import Image
+
+from pathbind import render_template
+from pathbind.attention_maps import AttentionRequest, AttentionResponse, Query
+from pathbind_metrics import grounding_aggregations as ga
+from pathbind_tasks.common.conditions import with_readable_images
+from pathbind_tasks.sources.raw import require
+
+ALTERNATIVES_SEED = 0
+N_ALTERNATIVES = 2  # K = 3 queries per image: the true expression and two others
+LAYER_SETS = ("shallow", "mid", "deep", "all")
+COLUMNS = ("id", "image", "expression", "bbox", "width", "height", "split")
+METRICS = (*ga.HEADLINE, "attn_ci", "q_sweep", "layer_sweep", "lost_items")
+
+
+def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
+    """Check the schema, check every image, then draw each item's alternative expressions."""
+    require(dataset.column_names, COLUMNS, dataset="grounding", folder="pathbind_grounding")
+    docs = with_readable_images(dataset)
+    return docs.add_column("alternatives", draw_alternatives(list(docs["expression"]), list(docs["split"])))
+
+
+def draw_alternatives(expressions: list[str], splits: list[str], *, k: int = N_ALTERNATIVES,
+                      seed: int = ALTERNATIVES_SEED) -> list[list[str]]:
+    """For each item, ``k`` distinct expressions of other items of its split, never equal to its own."""
+    rng = np.random.default_rng(seed)
+    pools: dict[str, list[str]] = {}
+    for expression, split in zip(expressions, splits, strict=True):
+        pools.setdefault(split, [])
+        if expression not in pools[split]:
+            pools[split].append(expression)
+    drawn = []
+    for expression, split in zip(expressions, splits, strict=True):
+        others = [e for e in pools[split] if e != expression]
+        picks = rng.permutation(len(others))[:k]
+        drawn.append([others[int(i)] for i in picks])
+    return drawn
+
+
+def doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
+    return [doc["image"].convert("RGB")]
+
+
+def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
+    """An attention request (see ``pathbind.attention_maps``) for the true expression and its alternatives."""
+    template = (lmms_eval_specific_kwargs or {}).get("template", "locate")
+    entities = [doc["expression"], *doc["alternatives"]]
+    queries = tuple(Query(render_template(template, entity=entity), entity) for entity in entities)
+    return AttentionRequest(queries, LAYER_SETS).encode()
+
+
+def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
+    """One record, emitted under every metric name; total (NaN with reasons), never raising."""
+    base = {"id": str(doc.get("id")), "split": doc.get("split")}
+    try:
+        if doc.get("image_error"):
+            raise ValueError(doc["image_error"])
+        response = AttentionResponse.decode(results[0] if results else "")
+        record = ga.item_record(response.maps, list(doc["bbox"]), (int(doc["width"]), int(doc["height"])))
+    except Exception as exc:  # the item is counted as lost with its reason
+        reason = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+        logger.warning(f"doc {base['id']}: cannot score grounding ({reason})")
+        record = ga.item_record([reason], [0, 0, 0, 0], (1, 1))
+    record = {**base, **record}
+    return dict.fromkeys(METRICS, record)
+
+
+def _headline(field: str) -> Callable[[list[dict[str, Any]]], float]:
+    def aggregate(records: list[dict[str, Any]]) -> float:
+        return ga.headline_value(records, field)
+
+    return aggregate
+
+
+attn_iou, attn_precision, attn_recall, eff_support, cross_query_r, pixel_ap = (
+    _headline(field) for field in ga.HEADLINE.values())
+attn_ci = ga.bootstrap_intervals
+q_sweep = ga.q_sweep
+layer_sweep = ga.layer_sweep
+lost_items = ga.lost_items
+
+
+def split_filter(split: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
+    """``process_docs`` for one split of a file holding both (PathBind-Grounding's ``test.parquet``)."""
+
+    def keep(dataset: datasets.Dataset) -> datasets.Dataset:
+        require(dataset.column_names, COLUMNS, dataset="pathbind_grounding", folder="grounding")
+        return process_docs(dataset.filter(lambda s: s == split, input_columns="split"))
+
+    return keep
+
+
+by_split_testa = split_filter("testA")
+by_split_testb = split_filter("testB")
+

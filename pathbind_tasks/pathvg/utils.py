@@ -1,0 +1,51 @@
+"""PathVG (RefPath) test splits in their published layout, converted to the grounding schema."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import datasets
+
+from pathbind.data import override_dir
+from pathbind_tasks.common.grounding import process_docs
+from pathbind_tasks.sources.raw import require
+
+FEATURES = datasets.Features({"id": datasets.Value("string"), "image": datasets.Image(),
+                              "expression": datasets.Value("string"), "bbox": datasets.List(datasets.Value("float64")),
+                              "width": datasets.Value("int64"), "height": datasets.Value("int64"),
+                              "split": datasets.Value("string")})
+
+
+def pathvg_docs(split: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
+    """``process_docs`` for ``<root>/pathvg/<split>.json`` records with ``image_id``, ``height``, ``width``,
+    ``bbox`` (pixels, [x_min, y_min, x_max, y_max]) and ``expression``; images in ``<root>/pathvg/images/``."""
+
+    def convert(dataset: datasets.Dataset) -> datasets.Dataset:
+        require(dataset.column_names, ("image_id", "height", "width", "bbox", "expression"), dataset="pathvg",
+                folder="pathvg")
+        root = override_dir("pathvg")
+        if root is None or not (root / "images").is_dir():
+            raise FileNotFoundError("pathvg: no folder $PATHBIND_DATA/pathvg/images; "
+                                    "see pathbind_tasks/pathvg/README.md")
+        rows = {
+            "id": [f"{split}-{i}" for i in range(len(dataset))],
+            "image": [{"path": str(_image_path(root / "images", str(name))), "bytes": None}
+                      for name in dataset["image_id"]],
+            "expression": list(dataset["expression"]), "bbox": list(dataset["bbox"]),
+            "width": list(dataset["width"]), "height": list(dataset["height"]), "split": [split] * len(dataset)}
+        return process_docs(datasets.Dataset.from_dict(rows, features=FEATURES))
+
+    return convert
+
+
+def _image_path(folder: Path, image_id: str) -> Path:
+    """The image named by ``image_id``, with or without its extension (a missing file is reported per item)."""
+    exact = folder / image_id
+    if exact.exists():
+        return exact
+    return next(iter(sorted(folder.glob(f"{Path(image_id).stem}.*"))), exact)
+
+
+testa = pathvg_docs("testA")
+testb = pathvg_docs("testB")

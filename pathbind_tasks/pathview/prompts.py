@@ -1,0 +1,37 @@
+"""PathView prompts: each task's template, with boxes written in the model's coordinate convention."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pathbind import render_template
+from pathbind.runtime import box_convention
+from pathbind_metrics import choice_letters
+from pathbind_metrics.pathview import from_pixels
+
+
+def format_box(box: list[float], convention: str, image_size: tuple[int, int]) -> str:
+    """A pixel box written in ``convention``: whole pixels or thousandths, fractions to three decimals."""
+    values = from_pixels([box], convention, image_size)[0]
+    if convention == "unit":
+        return "[" + ", ".join(f"{v:.3f}" for v in values) + "]"
+    return "[" + ", ".join(str(round(v)) for v in values) + "]"
+
+
+def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
+    """Render the task's template (``template`` in lmms_eval_specific_kwargs) for the model's box convention.
+
+    A malformed item still gets a prompt (its scoring reports the problem): a query box that cannot be
+    written is left out.
+    """
+    convention = box_convention()
+    options = list(doc.get("options") or [])
+    size = (doc.get("width"), doc.get("height"))
+    query_box = ""
+    if doc.get("query_box") and not doc.get("doc_error"):
+        query_box = format_box(list(doc["query_box"]), convention, size)  # type: ignore[arg-type]
+    return render_template(
+        (lmms_eval_specific_kwargs or {}).get("template", "pathview_choice"), question=doc["question"],
+        choices=list(zip(choice_letters(min(len(options), 26)), options[:26], strict=True)), query_box=query_box,
+        box_convention=convention, width=size[0], height=size[1],
+    )

@@ -1,0 +1,198 @@
+"""The PathView release format, converted to the documents the PathView tasks render and score.
+
+A task reads one file of the release (``$PATHBIND_DATA/pathview/<task>.parquet``; columns in the README).
+The columns a task kind needs are checked once, before any model call. Then each row is checked: a bad one
+is kept with its problem in ``doc_error`` (scored invalid with that reason), so it never fails the run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import datasets
+from loguru import logger
+
+from pathbind_metrics.pathview import box_problem
+from pathbind_metrics.refusal import REFUSAL_FORM
+from pathbind_tasks.common.conditions import IMAGE_ONLY, with_conditions
+from pathbind_tasks.pathview.vocabulary import matcher
+from pathbind_tasks.sources.raw import embedded_docs, image_path, image_root, require, rows_to_docs, unique_ids
+
+DATA_NAME = "pathview"
+LABEL = "PathView-Bench"
+TEXT = datasets.Value("string")
+FEATURES = datasets.Features({
+    "id": TEXT, "image": datasets.Image(), "question": TEXT, "answer_format": TEXT, "trap": datasets.Value("bool"),
+    "answer": TEXT, "options": datasets.List(TEXT), "target": TEXT,
+    "boxes": datasets.List(datasets.List(datasets.Value("float64"))),
+    "query_box": datasets.List(datasets.Value("float64")), "count": datasets.Value("int64"),
+    "entities": datasets.List(TEXT), "width": datasets.Value("int32"), "height": datasets.Value("int32"),
+    "source": TEXT, "doc_error": TEXT,
+})
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A task kind: the answer format its prompt asks for, whether its items are traps, the columns it needs."""
+
+    answer_format: str  # "box", "choice", "count" or "description"
+    trap: bool
+    columns: tuple[str, ...]
+
+
+KINDS = {
+    "grounding": Kind("box", False, ("target", "boxes", "width", "height")),
+    "choice": Kind("choice", False, ("options", "answer")),
+    "boxed_choice": Kind("choice", False, ("options", "answer", "query_box", "width", "height")),
+    "count": Kind("count", False, ("count",)),
+    "description": Kind("description", False, ("entities",)),
+    "choice_trap": Kind("choice", True, ("options",)),
+    "count_trap": Kind("count", True, ()),
+}
+
+
+class _Bad(ValueError):
+    """One field of one row is unusable."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"field {field!r}: {problem}")
+
+
+def _size(row: dict[str, Any], required: bool) -> tuple[int, int] | None:
+    values = row.get("width"), row.get("height")
+    if values == (None, None) and not required:
+        return None
+    sides = []
+    for name, value in zip(("width", "height"), values, strict=True):
+        if not isinstance(value, int | float) or value < 1 or value != int(value):
+            raise _Bad(name, f"{value!r} is not a positive whole number of pixels")
+        sides.append(int(value))
+    return sides[0], sides[1]
+
+
+def _boxes(value: Any, field: str, size: tuple[int, int] | None) -> list[list[float]]:
+    if size is None:
+        raise _Bad(field, "boxes need the image's width and height")
+    try:
+        boxes = [[float(v) for v in box] for box in value or []]
+    except (TypeError, ValueError):
+        raise _Bad(field, f"{value!r} is not a list of [x_min, y_min, x_max, y_max] boxes") from None
+    problem = box_problem(boxes, size)
+    if problem:
+        raise _Bad(field, f"{problem} ({size[0]}x{size[1]} image, pixel coordinates)")
+    return boxes
+
+
+def _options(row: dict[str, Any]) -> list[str]:
+    options = [str(option).strip() for option in row.get("options") or []]
+    if len(options) < 2 or not all(options):
+        raise _Bad("options", f"{row.get('options')!r} is not a list of at least two non-empty options")
+    return options
+
+
+def _answer(row: dict[str, Any], options: list[str]) -> str:
+    text = str(row.get("answer") or "").strip()
+    hits = [o for o in options if o == text] or [o for o in options if o.casefold() == text.casefold()]
+    if len(hits) != 1:
+        raise _Bad("answer", f"{row.get('answer')!r} is not one of the options {options}")
+    return hits[0]
+
+
+def _count(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
+            or value < 0 or value != int(value):
+        raise _Bad("count", f"{value!r} is not a non-negative whole number")
+    return int(value)
+
+
+def _entities(value: Any) -> list[str]:
+    names = [str(name) for name in value or []]
+    canonical = [matcher().canonical(name) for name in names]
+    unknown = [name for name, label in zip(names, canonical, strict=True) if label is None]
+    if not names or unknown:
+        raise _Bad("entities", f"{value!r}: needs at least one entity, each a label of labels.yaml or a synonym "
+                               f"(unknown: {unknown})")
+    return list(dict.fromkeys(label for label in canonical if label))
+
+
+def _fields(row: dict[str, Any], kind: Kind) -> dict[str, Any]:
+    """The document fields of one row, raising ``_Bad`` for the first unusable one."""
+    size = _size(row, required="width" in kind.columns)
+    fields: dict[str, Any] = dict(zip(("width", "height"), size or (None, None), strict=True))
+    if kind.answer_format == "choice":
+        fields["options"] = _options(row)
+        if not kind.trap:
+            fields["answer"] = _answer(row, fields["options"])
+    if "query_box" in kind.columns:
+        fields["query_box"] = _boxes([row.get("query_box")], "query_box", size)[0]
+    if kind.answer_format == "box":
+        fields["boxes"] = _boxes(row.get("boxes"), "boxes", size)
+        fields["answer"] = json.dumps(fields["boxes"])
+    if kind.answer_format == "count" and not kind.trap:
+        fields["count"] = _count(row.get("count"))
+        fields["answer"] = str(fields["count"])
+    if kind.answer_format == "description":
+        fields["entities"] = _entities(row.get("entities"))
+        fields["answer"] = ", ".join(fields["entities"])
+    if kind.trap:
+        fields["answer"] = REFUSAL_FORM
+    return fields
+
+
+def _document(row: dict[str, Any], kind: Kind) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "question": str(row.get("question") or ""), "answer_format": kind.answer_format, "trap": kind.trap,
+        "answer": "", "options": [], "target": None if row.get("target") is None else str(row["target"]),
+        "boxes": [], "query_box": [], "count": None, "entities": [], "width": None, "height": None,
+        "source": None if row.get("source") is None else str(row["source"]), "doc_error": "",
+    }
+    try:
+        if not doc["question"].strip():
+            raise _Bad("question", "empty")
+        doc.update(_fields(row, kind))
+    except _Bad as exc:
+        doc["doc_error"] = str(exc)
+    return doc
+
+
+def converter(kind_name: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
+    """Release rows of a ``kind_name`` task (see ``KINDS``) as PathView documents."""
+    kind = KINDS[kind_name]
+
+    def convert(dataset: datasets.Dataset) -> datasets.Dataset:
+        require(dataset.column_names, ("id", "image", "question", *kind.columns), dataset=LABEL, folder="pathview")
+        rows = dataset.remove_columns("image").to_list()
+        docs = [_document(row, kind) for row in rows]
+        problems = [doc["doc_error"] for doc in docs if doc["doc_error"]]
+        if problems:
+            logger.warning(f"{LABEL}: {len(problems)} of {len(docs)} items are malformed and will be scored invalid "
+                           f"(first: {problems[0]})")
+        columns = {"id": unique_ids([str(row["id"]) for row in rows], dataset=LABEL),
+                   **{name: [doc[name] for doc in docs] for name in FEATURES if name not in ("id", "image")}}
+        if _is_image(dataset.features["image"]):
+            return embedded_docs(dataset, range(len(dataset)), columns, FEATURES)
+        root = image_root(DATA_NAME, dataset=LABEL)
+        images = [image_path(str(name or ""), root, ("", "images")) for name in dataset["image"]]
+        return rows_to_docs([{"image": image, **{name: values[i] for name, values in columns.items()}}
+                             for i, image in enumerate(images)], FEATURES, dataset=LABEL)
+
+    return convert
+
+
+def _is_image(feature: Any) -> bool:
+    """An image column: datasets' Image, or ``{bytes, path}`` as parquet written without its metadata."""
+    return isinstance(feature, datasets.Image) or (isinstance(feature, dict) and set(feature) == {"bytes", "path"})
+
+
+# process_docs per task kind: convert, check every image, one pass with the image.
+grounding_docs = with_conditions(IMAGE_ONLY, converter("grounding"))
+choice_docs = with_conditions(IMAGE_ONLY, converter("choice"))
+boxed_choice_docs = with_conditions(IMAGE_ONLY, converter("boxed_choice"))
+count_docs = with_conditions(IMAGE_ONLY, converter("count"))
+description_docs = with_conditions(IMAGE_ONLY, converter("description"))
+choice_trap_docs = with_conditions(IMAGE_ONLY, converter("choice_trap"))
+count_trap_docs = with_conditions(IMAGE_ONLY, converter("count_trap"))

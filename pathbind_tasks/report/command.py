@@ -1,0 +1,37 @@
+"""The ``pathbind report`` subcommand."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_report_command(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "report", help="paper-style tables and figures (Markdown + self-contained HTML) from lmms-eval output folders",
+        description="Reads the results.json and, where present, the --log_samples logs of each RUN_DIR (one model "
+                    "each) and writes DIR/report.md, DIR/index.html (figures embedded; opens offline) and "
+                    "DIR/figures/*.png. Sections a run lacks are skipped with a note.")
+    parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="lmms-eval --output_path folders")
+    parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder to write the report to")
+    parser.add_argument("--pairs", default="", metavar="A:B,...",
+                        help="general:tuned pairs, each side a RUN_DIR or a model name, for the Figure 4 pair plot")
+    parser.add_argument("--overlays", type=int, default=6, metavar="N",
+                        help="grounding items per task to draw as attention overlays (default 6; 0: none)")
+    parser.add_argument("--audit", type=Path, action="append", default=[], metavar="PATH",
+                        help="a pathbind audit-leakage JSON or its --out folder (repeatable; leakage.json files "
+                             "below the run folders are found too)")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathbind_tasks.report import ReportError, build_report
+
+    try:
+        written = build_report(args.run_dirs, args.out, pairs=args.pairs, overlays=args.overlays, audits=args.audit)
+    except ReportError as exc:
+        print(f"pathbind report: {exc}", file=sys.stderr)
+        return 1
+    print(f"pathbind report: wrote {written[0]}, {written[1]} and {len(written) - 2} figure(s)")
+    return 0

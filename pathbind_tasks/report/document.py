@@ -1,0 +1,102 @@
+"""The report as data (sections of tables, figures, notes) and its renderings: Markdown and self-contained HTML."""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BEST = "best"  # bold: the best value of a column (image-conditioned rows)
+BEST_TEXT = "best_text"  # underlined: the best text-only value of a column, as in the paper's Table 2
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    mark: str = ""
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[list[Cell]]
+
+
+@dataclass(frozen=True)
+class Figure:
+    path: Path
+    caption: str
+
+
+@dataclass(frozen=True)
+class Note:
+    text: str
+
+
+Block = Table | Figure | Note
+
+
+@dataclass
+class Section:
+    title: str
+    intro: str = ""
+    blocks: list[Block] = field(default_factory=list)
+
+
+def write_markdown(sections: list[Section], title: str, path: Path) -> None:
+    lines = [f"# {title}", ""]
+    for section in sections:
+        lines += [f"## {section.title}", ""] + ([section.intro, ""] if section.intro else [])
+        for block in section.blocks:
+            lines += [*_markdown_block(block, path.parent), ""]
+    path.write_text("\n".join(lines), encoding="utf-8")
+
+
+def _markdown_block(block: Block, folder: Path) -> list[str]:
+    if isinstance(block, Note):
+        return [f"> **Note.** {block.text}"]
+    if isinstance(block, Figure):
+        return [f"![{block.caption}]({block.path.relative_to(folder).as_posix()})", "", f"*{block.caption}*"]
+    marked = [[_markdown_cell(cell) for cell in row] for row in block.rows]
+    return [f"**{block.title}**", "", "| " + " | ".join(block.columns) + " |",
+            "| " + " | ".join("---" for _ in block.columns) + " |", *("| " + " | ".join(row) + " |" for row in marked)]
+
+
+def _markdown_cell(cell: Cell) -> str:
+    text = cell.text.replace("|", "\\|")
+    return {BEST: f"**{text}**", BEST_TEXT: f"<u>{text}</u>"}.get(cell.mark, text)
+
+
+STYLE = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
+table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}th,td{border:1px solid #ccc;padding:.25em .6em;
+text-align:right}th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}td.best{font-weight:bold}
+td.best_text{text-decoration:underline}.note{background:#fff7e0;border-left:4px solid #e0a800;padding:.4em .8em}
+figure{margin:1em 0}figure img{max-width:100%}figcaption{font-size:.9em;color:#555}"""
+
+
+def write_html(sections: list[Section], title: str, path: Path) -> None:
+    """One file, figures embedded as base64 data URIs: it opens anywhere with no network and no folder beside it."""
+    parts = [f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+             f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>"]
+    for section in sections:
+        parts.append(f"<h2>{html.escape(section.title)}</h2>")
+        if section.intro:
+            parts.append(f"<p>{html.escape(section.intro)}</p>")
+        parts += [_html_block(block) for block in section.blocks]
+    parts.append("</body></html>")
+    path.write_text("\n".join(parts), encoding="utf-8")
+
+
+def _html_block(block: Block) -> str:
+    if isinstance(block, Note):
+        return f"<p class='note'>{html.escape(block.text)}</p>"
+    if isinstance(block, Figure):
+        data = base64.b64encode(block.path.read_bytes()).decode("ascii")
+        return (f"<figure><img alt='{html.escape(block.caption)}' src='data:image/png;base64,{data}'>"
+                f"<figcaption>{html.escape(block.caption)}</figcaption></figure>")
+    head = "".join(f"<th>{html.escape(column)}</th>" for column in block.columns)
+    body = "".join("<tr>" + "".join(f"<td class='{cell.mark}'>{html.escape(cell.text)}</td>" for cell in row) + "</tr>"
+                   for row in block.rows)
+    return f"<p><b>{html.escape(block.title)}</b></p><table><tr>{head}</tr>{body}</table>"

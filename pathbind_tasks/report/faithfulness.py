@@ -1,0 +1,93 @@
+"""Causal faithfulness of heat maps (the two-axis plot) and the leakage audit's overlap heat map."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from pathbind_tasks.report.document import Cell, Figure, Note, Section, Table
+from pathbind_tasks.report.figures import colour, new_figure, save
+from pathbind_tasks.report.fmt import finite
+from pathbind_tasks.report.runs import Run
+
+X_METRIC = "attn_occlusion_rho"  # does attention rank patches as occluding them does?
+Y_METRIC = "causal_amim"  # share of the causal (occlusion) effect that falls inside the expert box
+
+
+def faithfulness_section(runs: list[Run], out: Path) -> Section:
+    section = Section("Causal faithfulness of heat maps",
+                      "A heat map is faithful only if the model uses the image and its attention tracks causal "
+                      f"importance: right of ρ = 0 and high on the causal-mass axis. x: {X_METRIC}, y: {Y_METRIC}.")
+    tasks = sorted({task for run in runs for task in run.results if "faithfulness" in task})
+    if not tasks:
+        section.blocks.append(Note("no run has a faithfulness task (*faithfulness*): skipped"))
+        return section
+    section.blocks.append(_table(runs, tasks))
+    section.blocks.append(_two_axis_figure(runs, tasks, out))
+    return section
+
+
+def _table(runs: list[Run], tasks: list[str]) -> Table:
+    rows = []
+    for task in tasks:
+        for run in (r for r in runs if task in r.results):
+            shown = {k: v for k, v in run.results[task].items() if not isinstance(v, dict | list)}
+            rows.append([Cell(run.name), Cell(task), Cell("; ".join(f"{k} {_value(v)}" for k, v in shown.items()))])
+    return Table("Faithfulness metrics (every scalar and verdict the task reports)", ["Model", "task", "metrics"], rows)
+
+
+def _value(value: Any) -> str:
+    return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+
+def _two_axis_figure(runs: list[Run], tasks: list[str], out: Path) -> Figure | Note:
+    points = [(run.name, task, run.metric(task, X_METRIC), run.metric(task, Y_METRIC)) for task in tasks
+              for run in runs if finite(run.metric(task, X_METRIC)) and finite(run.metric(task, Y_METRIC))]
+    if not points:
+        return Note(f"no run reports finite {X_METRIC} and {Y_METRIC}: two-axis plot skipped")
+    figure = new_figure(5.5, 4.2)
+    ax = figure.subplots()
+    ax.axvline(0, color="0.6", linewidth=1, linestyle=":")
+    for i, (name, task, x, y) in enumerate(points):
+        ax.scatter([x], [y], color=colour(i), s=60, zorder=3)
+        ax.annotate(name if len(tasks) == 1 else f"{name}\n{task}", (x, y), textcoords="offset points",
+                    xytext=(6, 4), fontsize=8)
+    heights = [y for *_, y in points]
+    # A mass is a share: keep the whole [0, 1] range in view so one model is not magnified into a spread.
+    ax.set(xlim=(-1.05, 1.05), ylim=(min(0.0, *heights), 1.05 * max(1.0, *heights)),
+           xlabel=f"attention–occlusion Spearman ρ ({X_METRIC})", ylabel=f"causal mass in the box ({Y_METRIC})",
+           title="Is the heat map faithful?")
+    ax.text(0.98, 0.98, "faithful ↗", transform=ax.transAxes, ha="right", va="top", fontsize=8, color="0.4")
+    return Figure(save(figure, out / "faithfulness.png"), "Each model placed by how well its attention tracks "
+                  "occlusion (x) and how much of the causal effect lies in the expert box (y).")
+
+
+def leakage_section(runs: list[Run], audits: list[Path], out: Path) -> Section:
+    from pathbind_tasks.audit.report import write_heatmap
+
+    section = Section("Train/test leakage", "TCGA case (ρ_case) and site (ρ_TSS) overlap of training inventories "
+                      "with test sets, from `pathbind audit-leakage` (its leakage.json).")
+    files = [p for path in audits for p in ([path] if path.is_file() else sorted(path.rglob("leakage.json")))]
+    files += [p for run in runs for p in sorted(run.path.rglob("leakage.json")) if p not in files]
+    if not files:
+        section.blocks.append(Note("no leakage audit given (--audit) or found beside the runs: skipped"))
+    for i, file in enumerate(files):
+        matrix = _matrix(file)
+        if isinstance(matrix, str):
+            section.blocks.append(Note(f"{file}: {matrix}: skipped"))
+            continue
+        path = out / f"leakage_{i}.png"
+        write_heatmap(matrix, path)
+        section.blocks.append(Figure(path, f"Overlap matrix from {file}"))
+    return section
+
+
+def _matrix(file: Path) -> list[dict[str, Any]] | str:
+    """The audit's overlap rows, or why the file holds none."""
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        return f"not readable as JSON ({exc})"
+    matrix = data.get("matrix") if isinstance(data, dict) else None
+    return matrix if isinstance(matrix, list) and matrix else "no 'matrix' of a pathbind audit-leakage JSON"

@@ -1,0 +1,84 @@
+"""One model's lmms-eval output folder: its name and the metrics of every task it ran."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pathbind.summary import find_results
+
+BASELINE_MODEL = "pathbind_baseline"  # runs of this model are shown as baseline rows, not competitors
+
+
+class ReportError(ValueError):
+    """An input the report cannot use at all; the message names the file or folder and what is missing."""
+
+
+@dataclass
+class Run:
+    name: str
+    path: Path
+    model: str
+    results: dict[str, dict[str, Any]]  # task -> metric -> value, the ",none" filter suffix dropped
+
+    @property
+    def baseline(self) -> bool:
+        return self.model == BASELINE_MODEL
+
+    def metric(self, task: str, metric: str) -> Any:
+        """The value, or None when the run has no such task or metric."""
+        return self.results.get(task, {}).get(metric)
+
+
+def load_runs(paths: list[Path]) -> list[Run]:
+    """Every folder's runs merged by task (a later results.json wins), with distinct display names."""
+    runs = [_load_run(path) for path in paths]
+    return _distinct(runs)
+
+
+def _load_run(path: Path) -> Run:
+    if not path.is_dir():
+        raise ReportError(f"{path}: no such folder (give lmms-eval --output_path folders)")
+    files = sorted(find_results([path]), key=lambda file: file.name)  # lmms-eval names them by date
+    if not files:
+        raise ReportError(f"{path}: no lmms-eval *_results.json below it (lmms-eval exits 0 even when a run "
+                          "fails: check its log)")
+    results: dict[str, dict[str, Any]] = {}
+    config: dict[str, Any] = {}
+    for file in files:
+        try:
+            data = json.loads(file.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ReportError(f"{file}: not a JSON results file ({exc})") from exc
+        config = data.get("config") or config
+        for task, metrics in (data.get("results") or {}).items():
+            results[task] = {key.split(",")[0]: value for key, value in metrics.items()
+                             if "," in key and "_stderr" not in key}
+    model = str(config.get("model") or path.name)
+    return Run(_model_name(config, path), path, model, results)
+
+
+def _model_name(config: dict[str, Any], path: Path) -> str:
+    """The checkpoint's last path part when ``pretrained`` is given (``Qwen/Qwen2.5-VL-7B`` -> ``Qwen2.5-VL-7B``)."""
+    args = config.get("model_args") or ""
+    pairs = dict(item.split("=", 1) for item in args.split(",") if "=" in item) if isinstance(args, str) else args
+    pretrained = str(pairs.get("pretrained") or pairs.get("model_version") or pairs.get("model") or "")
+    return pretrained.rstrip("/").split("/")[-1] or str(config.get("model") or path.name)
+
+
+def _distinct(runs: list[Run]) -> list[Run]:
+    """Same-named runs get their folder name appended, then a counter if the folders share a name too."""
+    counts: dict[str, int] = {}
+    for run in runs:
+        counts[run.name] = counts.get(run.name, 0) + 1
+    seen: set[str] = set()
+    for run in runs:
+        name = f"{run.name} ({run.path.name})" if counts[run.name] > 1 else run.name
+        candidate, index = name, 2
+        while candidate in seen:
+            candidate, index = f"{name} #{index}", index + 1
+        run.name = candidate
+        seen.add(candidate)
+    return runs

@@ -1,0 +1,130 @@
+"""``pathbind_hf`` on tiny checkpoints of every supported family: probe = eager attention, grids, batching, inputs."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from pathbind_models.hf.adapter import HFAdapter, _view_maps
+from pathbind_models.hf.families import FAMILIES, family_of, stitch
+from pathbind_models.hf.tiny import FAMILIES as TINY_FAMILIES
+
+PROMPT = "Look at the image and locate: nuclei with prominent nucleoli"
+ENTITY = "nuclei with prominent nucleoli"
+
+
+def noise(seed: int = 0, size: int = 224) -> Image.Image:
+    return Image.fromarray((np.random.default_rng(seed).random((size, size, 3)) * 255).astype("uint8"))
+
+
+@pytest.fixture(scope="module", params=TINY_FAMILIES)
+def adapter(request, tiny_model) -> HFAdapter:
+    return HFAdapter(str(tiny_model(request.param)))
+
+
+def test_every_supported_family_has_a_tiny_checkpoint():
+    assert {f.name for f in FAMILIES} == set(TINY_FAMILIES)
+
+
+def test_probe_equals_eager_attention(adapter):
+    """Each layer's per-token map and the combined map equal eager ``output_attentions`` recomputed on the
+    probe's own inputs (max abs diff <= 1e-5)."""
+    from transformers import AutoModelForImageTextToText
+
+    image = noise()
+    attention = adapter.entity_attention(image, PROMPT, ENTITY, layers="all")
+    eager = AutoModelForImageTextToText.from_pretrained(adapter.pretrained, attn_implementation="eager").eval()
+    with torch.inference_mode():
+        weights = eager(**attention.inputs, output_attentions=True).attentions
+    ids = attention.inputs["input_ids"][0].numpy()
+    views = adapter.family.layout(adapter.config, adapter.processor, attention.inputs,
+                                  np.asarray(attention.image_token_positions), image.size)
+    rows_by_layer = {}
+    for layer in attention.layers:
+        rows = weights[layer][0].double().mean(dim=0)[attention.token_positions][:, attention.image_token_positions]
+        rows_by_layer[layer] = rows.numpy()
+        expected = np.stack([stitch(_view_maps(row, views), views)[0] for row in rows_by_layer[layer]])
+        assert np.abs(attention.per_layer[layer] - expected).max() <= 1e-5, layer
+    mid = attention.layer_set_map("mid")[0]
+    chosen = list(range(len(attention.layers) // 3, 2 * len(attention.layers) // 3))
+    combined = np.mean([rows_by_layer[i] for i in chosen], axis=0).max(axis=0)
+    assert np.abs(mid - stitch(_view_maps(combined, views), views)[0]).max() <= 1e-5
+    assert ids[attention.token_positions[0]] != adapter.config.image_token_id
+    assert len(attention.layers) == adapter.config.get_text_config().num_hidden_layers
+
+
+def test_probe_leaves_the_model_output_identical_to_sdpa(adapter):
+    """Recording rows does not change a single logit of the forward pass it rides on."""
+    from transformers import AutoModelForImageTextToText
+
+    from pathbind_models.hf import probe
+
+    inputs = adapter._encode([adapter._prompt(1, PROMPT)], [[noise()]])
+    sdpa = AutoModelForImageTextToText.from_pretrained(adapter.pretrained, attn_implementation="sdpa").eval()
+    modules = {m: i for i, m in enumerate(adapter.decoder_layers)}
+    with torch.inference_mode(), probe.recording([len(inputs["input_ids"][0]) - 1], modules) as record:
+        probed = adapter.model(**inputs).logits
+    with torch.inference_mode():
+        plain = sdpa(**inputs).logits
+    assert torch.equal(probed, plain)
+    assert sorted(record.rows_by_layer) == list(range(len(adapter.decoder_layers)))
+
+
+@pytest.mark.parametrize("corner", ["upper left", "lower right"])
+def test_grid_cells_follow_the_image(adapter, corner):
+    """Repainting one corner of the image changes the attention most in the matching corner of the map."""
+    image = noise(1)
+    changed = image.copy()
+    quarter = image.width // 4
+    origin = (0, 0) if corner == "upper left" else (image.width - quarter, image.height - quarter)
+    changed.paste((255, 255, 255), (*origin, origin[0] + quarter, origin[1] + quarter))
+    before = adapter.entity_attention(image, PROMPT, ENTITY, layers=[0]).map
+    after = adapter.entity_attention(changed, PROMPT, ENTITY, layers=[0]).map
+    change = np.abs(np.log(after) - np.log(before))
+    change -= np.median(change)  # softmax renormalisation shifts every cell alike
+    row, col = np.unravel_index(np.argmax(change), change.shape)
+    height, width = change.shape
+    top_left = row < height / 2 and col < width / 2
+    inside = top_left if corner == "upper left" else (row >= height / 2 and col >= width / 2)
+    assert inside, (corner, row, col, change.shape)
+
+
+def test_batch_of_two_equals_two_batches_of_one(adapter):
+    items = [([noise(2)], "Describe the nuclei."), ([noise(3)], "Which organ is this tissue from?")]
+    single = [adapter.generate(images, text, max_new_tokens=6) for images, text in items]
+    assert adapter.generate_batch(items, max_new_tokens=6) == single
+
+
+def test_text_only_and_blank_images_work(adapter):
+    blank = Image.new("RGB", (224, 224), (255, 255, 255))
+    assert isinstance(adapter.generate([], "Is this tissue malignant?", max_new_tokens=4), str)
+    assert isinstance(adapter.generate([blank], "Is this tissue malignant?", max_new_tokens=4), str)
+    scores = adapter.option_logprobs([blank], "Is this tissue malignant? Answer Yes or No.", ["Yes", "No"])
+    assert scores.shape == (2,) and np.all(scores < 0)
+
+
+def test_option_scores_equal_separate_forwards(adapter):
+    """The batched option scores equal scoring each option alone."""
+    image, text, options = noise(4), "Which stain? A) H&E B) IHC", ["A", "B) IHC"]
+    together = adapter.option_logprobs([image], text, options)
+    alone = [adapter.option_logprobs([image], text, [option])[0] for option in options]
+    assert np.allclose(together, alone, atol=1e-4)
+
+
+def test_entity_missing_from_the_prompt_is_named(adapter):
+    with pytest.raises(ValueError, match="mitotic figure"):
+        adapter.entity_attention(noise(), PROMPT, "mitotic figure")
+
+
+def test_unsupported_architecture_names_the_supported_families(tmp_path):
+    from transformers import BertConfig
+
+    with pytest.raises(ValueError, match=r"bert.*qwen2_vl.*smolvlm"):
+        family_of(BertConfig(), "some/bert")
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    with pytest.raises(ValueError, match="supported families"):
+        HFAdapter(str(tmp_path))

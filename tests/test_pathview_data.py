@@ -1,0 +1,173 @@
+"""PathView data: the release format through lmms-eval and PATHBIND_DATA, and the synthetic demo items."""
+
+from __future__ import annotations
+
+import argparse
+import io
+from collections import Counter
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from PIL import Image
+
+from pathbind import make_plugin_manager
+from pathbind.catalog import plugin_tasks, read_task_yaml
+from pathbind.data import DataLocationError
+from pathbind_tasks.demo import command, pathview_synth
+
+DATA = Path(pathview_synth.__file__).parent / "data"
+REAL_TASKS = [f"pathview_{task}" for task in pathview_synth.TASKS]
+
+
+@pytest.fixture(scope="module")
+def items() -> dict[str, list[dict]]:
+    return pathview_synth.pathview_items(8, 0)
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    """A PATHBIND_DATA root holding a small release in its own layout (<root>/pathview/<task>.parquet)."""
+    root = tmp_path_factory.mktemp("release")
+    pathview_synth.write_pathview_data(root, 4, 3, layout=pathview_synth.RELEASE_LAYOUT)
+    return root
+
+
+def _pixels(image: Image.Image) -> np.ndarray:
+    return np.asarray(image.convert("RGB"), dtype=np.int16)
+
+
+def test_same_seed_same_items_other_seed_other_pixels():
+    """Generation is deterministic per seed, and the seed matters."""
+    first, again, other = (pathview_synth.pathview_items(2, seed) for seed in (5, 5, 6))
+    for task in pathview_synth.TASKS:
+        for a, b, c in zip(first[task], again[task], other[task], strict=True):
+            assert {k: v for k, v in a.items() if k != "image"} == {k: v for k, v in b.items() if k != "image"}
+            assert np.array_equal(_pixels(a["image"]), _pixels(b["image"]))
+            assert not np.array_equal(_pixels(a["image"]), _pixels(c["image"]))
+
+
+def test_classes_are_balanced(items):
+    """Answer classes appear equally often (8 items: two per class of four)."""
+    for task in ("region_rcl", "region_dlo", "region_spr", "slide_org", "slide_ocl", "slide_are", "slide_dlo"):
+        assert set(Counter(row["answer"] for row in items[task]).values()) == {2}, task
+        assert all(row["answer"] in row["options"] for row in items[task])
+
+
+def test_grounding_truth_is_exact(items):
+    """OGD boxes are the nuclei of one lesion cluster, all in one quadrant; LGD has one or two lesion boxes."""
+    for row in items["region_ogd"]:
+        boxes = np.asarray(row["boxes"])
+        assert 5 <= len(boxes) <= 14 and (boxes[:, 2:] > boxes[:, :2]).all()  # up to 14 nuclei fit the cluster
+        centres = (boxes[:, :2] + boxes[:, 2:]) / 2
+        assert len({(bool(x > 128), bool(y > 128)) for x, y in centres}) == 1
+    assert {len(row["boxes"]) for row in items["slide_lgd"]} == {1, 2}
+    for row in items["slide_lgd"]:
+        assert all(0 <= b[0] < b[2] <= 256 and 0 <= b[1] < b[3] <= 256 for b in row["boxes"])
+
+
+def test_slide_lesions_have_exact_masks_boxes_and_areas():
+    """A painted lesion is its disk within the tissue: its box bounds its mask, its area is the lesion fraction."""
+    tissue = pathview_synth.slide_tissue(7)
+    _, truth = pathview_synth.render_slide(7, [("tumor", (80.0, 90.0, 25.0)), ("necrosis", (180.0, 150.0, 20.0))])
+    for mask, (x0, y0, x1, y1) in zip(truth["masks"], truth["boxes"], strict=True):
+        rows, cols = np.nonzero(mask)
+        assert (cols.min(), rows.min(), cols.max() + 1, rows.max() + 1) == (x0, y0, x1, y1)
+        assert not (mask & ~tissue).any()
+    assert truth["lesion_fraction"] == pytest.approx((truth["masks"][0] | truth["masks"][1]).sum() / tissue.sum())
+
+
+def test_counts_are_what_was_drawn(items):
+    """Counting items span 15-78 lymphocytes; every count is a whole number drawn on the tile."""
+    counts = [row["count"] for row in items["region_ocn"]]
+    assert min(counts) >= 15 and max(counts) <= 78 and len(set(counts)) > 4
+
+
+def test_traps_are_unanswerable_by_construction(items):
+    """Region trap: a few isolated cells on glass; slide trap: an overview with no resolved nucleus."""
+    for row in items["region_trap"]:
+        assert (_pixels(row["image"]).min(axis=-1) > 235).mean() > 0.8 and len(row["options"]) == 4
+    for row in items["slide_trap"]:
+        assert row["question"] == items["region_ocn"][0]["question"]  # the same words as the answerable count
+
+
+def test_committed_demo_data_equals_regeneration(items):
+    """pathbind_tasks/demo/data/pathview_*.parquet is write_pathview_data() with the defaults (up to JPEG error)."""
+    for task, rows in items.items():
+        table = pq.read_table(DATA / f"pathview_{task}.parquet").to_pylist()
+        assert len(table) == len(rows) == 8
+        for stored, fresh in zip(table, rows, strict=True):
+            assert {k: v for k, v in stored.items() if k != "image"} == {k: v for k, v in fresh.items() if k != "image"}
+            decoded = Image.open(io.BytesIO(stored["image"]["bytes"]))
+            assert decoded.format == "JPEG" and np.abs(_pixels(decoded) - _pixels(fresh["image"])).mean() < 6.0
+
+
+def test_committed_demo_data_is_under_two_megabytes():
+    """The 14 packaged PathView demo files stay small."""
+    assert sum(p.stat().st_size for p in DATA.glob("pathview_*.parquet")) < 2 * 2**20
+
+
+def test_demo_data_command_writes_every_pathview_task(tmp_path, capsys):
+    """`pathbind demo-data` writes one folder per PathView demo task next to the VQA sets."""
+    args = argparse.Namespace(out=tmp_path, n=1, n_yes_no=2, n_pathview=1, seed=2)
+    assert command.run(args) == 0
+    for task in pathview_synth.TASKS:
+        written = datasets.Dataset.from_parquet(str(tmp_path / f"pathview_demo_{task}" / "test.parquet"))
+        assert len(written) == 1
+    assert "pathview_demo_slide_trap" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", REAL_TASKS)
+def test_release_tasks_load_through_lmms_eval_from_pathbind_data(task_manager, release, monkeypatch, name):
+    """Each real task reads <PATHBIND_DATA>/pathview/<task>.parquet; two docs render and have their image."""
+    monkeypatch.setenv("PATHBIND_DATA", str(release))
+    task = task_manager.load_task_or_group([name])[name]
+    docs = list(task.test_docs())
+    assert len(docs) == 4 and all(doc["doc_error"] == "" for doc in docs)
+    for doc in docs[:2]:
+        assert "<answer>insufficient evidence</answer>" in task.doc_to_text(doc)
+        assert task.doc_to_target(doc) not in (None, "")
+        assert [image.size for image in task.doc_to_visual(doc)] == [(256, 256)]
+
+
+def test_release_with_image_files_and_a_bad_row(task_manager, tmp_path, monkeypatch):
+    """Images given by file name resolve under <root>/pathview/images/; a missing file and a bad box are
+    invalid items with their reasons, not failures."""
+    folder = tmp_path / "pathview"
+    (folder / "images").mkdir(parents=True)
+    Image.new("RGB", (40, 30), (230, 180, 220)).save(folder / "images" / "a.png")
+    rows = [{"id": "a", "image": "a.png", "question": "Locate every tumor.", "target": "tumor",
+             "boxes": [[1.0, 1.0, 20.0, 20.0]], "width": 40, "height": 30},
+            {"id": "b", "image": "missing.png", "question": "Locate every tumor.", "target": "tumor",
+             "boxes": [[1.0, 1.0, 20.0, 20.0]], "width": 40, "height": 30},
+            {"id": "c", "image": "a.png", "question": "Locate every tumor.", "target": "tumor",
+             "boxes": [[50.0, 1.0, 60.0, 20.0]], "width": 40, "height": 30}]
+    datasets.Dataset.from_list(rows).to_parquet(str(folder / "region_ogd.parquet"))
+    monkeypatch.setenv("PATHBIND_DATA", str(tmp_path))
+    task = task_manager.load_task_or_group(["pathview_region_ogd"])["pathview_region_ogd"]
+    docs = {doc["id"]: doc for doc in task.test_docs()}
+    assert docs["a"]["doc_error"] == docs["a"]["image_error"] == ""
+    assert "unreadable image" in docs["b"]["image_error"]
+    assert "field 'boxes': box 1 of 1 [50, 1, 60, 20]: box lies outside the image" in docs["c"]["doc_error"]
+    answer = ["<answer>[1, 1, 20, 20]</answer>"]
+    records = [task.process_results({k: v for k, v in docs[i].items() if k != "image"}, answer) for i in "abc"]
+    assert [r["dice"]["outcome"] for r in records] == ["answered", "invalid", "invalid"]
+
+
+def test_release_tasks_stop_before_any_model_call_without_pathbind_data(task_manager, monkeypatch):
+    """Without PATHBIND_DATA the release tasks say what to set."""
+    monkeypatch.delenv("PATHBIND_DATA", raising=False)
+    with pytest.raises(DataLocationError, match=r"PATHBIND_DATA=<root> with the data in <root>/pathview/"):
+        task_manager.load_task_or_group(["pathview_slide_lgd"])
+
+
+def test_no_metric_name_contains_another():
+    """lmms-eval aggregates groups by metric-name substring: no PathView metric name may contain another."""
+    names = {m["metric"] for entry in plugin_tasks(make_plugin_manager())
+             if entry.kind == "task" and entry.name.startswith("pathview")
+             for m in read_task_yaml(entry.yaml_path)["metric_list"]}
+    assert names == {"dice", "accuracy", "mae", "macro_f1", "entity_recall", "srr", "false_refusal_rate",
+                     "invalid_rate"}
+    assert not [(a, b) for a in names for b in names if a != b and a in b]

@@ -1,0 +1,93 @@
+"""PathView through lmms-eval's CLI: the controls are told apart, boxes follow the model, baselines run."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from conftest import lmms_eval, metric
+
+from pathbind_tasks.demo import pathview_synth
+
+pytestmark = pytest.mark.slow
+DEMO_TASKS = [f"pathview_demo_{task}" for task in pathview_synth.TASKS]
+HEADLINE = {"ogd": "dice", "lgd": "dice", "ocn": "mae", "rds": "entity_recall", "are": "macro_f1",
+            "dlo": "macro_f1", "trap": "srr"}
+
+
+def headline(task: str) -> str:
+    return HEADLINE.get(task.rsplit("_", 1)[1], "accuracy")
+
+
+@pytest.fixture(scope="module")
+def control(tmp_path_factory):
+    return lmms_eval(tmp_path_factory.mktemp("control"), "pathbind_control", "pathview_demo")
+
+
+@pytest.fixture(scope="module")
+def blind(tmp_path_factory):
+    return lmms_eval(tmp_path_factory.mktemp("blind"), "pathbind_blind", "pathview_demo")
+
+
+def test_positive_control_grounds_counts_and_refuses_traps(control):
+    """pathbind_control: Dice >= 50 on both grounding tasks, MAE <= 2, SRR >= 90 on both traps."""
+    assert metric(control, "pathview_demo_region_ogd", "dice") >= 50
+    assert metric(control, "pathview_demo_slide_lgd", "dice") >= 50
+    assert metric(control, "pathview_demo_region_ocn", "mae") <= 2
+    assert metric(control, "pathview_demo_region_trap", "srr") >= 90
+    assert metric(control, "pathview_demo_slide_trap", "srr") >= 90
+    assert metric(control, "pathview_demo", "false_refusal_rate") == 0
+
+
+def test_blind_control_answers_traps_without_looking(blind):
+    """pathbind_blind never refuses: SRR <= 10 on both traps."""
+    assert metric(blind, "pathview_demo_region_trap", "srr") <= 10
+    assert metric(blind, "pathview_demo_slide_trap", "srr") <= 10
+
+
+def test_every_task_reports_its_metrics_and_the_group_its_means(control):
+    """Each task has its headline, invalid_rate and (when answerable) false_refusal_rate; the group averages."""
+    for task in DEMO_TASKS:
+        names = [headline(task), "invalid_rate"] + ([] if task.endswith("trap") else ["false_refusal_rate"])
+        for name in names:
+            assert math.isfinite(metric(control, task, name)), (task, name)
+    assert metric(control, "pathview_demo", "srr") == pytest.approx(
+        (metric(control, "pathview_demo_region_trap", "srr") + metric(control, "pathview_demo_slide_trap", "srr")) / 2)
+
+
+def test_sample_logs_keep_each_answer_outcome_and_reason(blind):
+    """The sample log holds every record: reference, parsed answer, outcome, reason."""
+    log = next(blind["out"].rglob("*pathview_demo_region_ocn.jsonl"))
+    records = [json.loads(line)["mae"] for line in log.read_text().splitlines()]
+    assert len(records) == 8 and {"id", "reference", "parsed", "outcome", "reason"} <= set(records[0])
+
+
+def test_declared_box_convention_reaches_prompt_and_scoring(control, tmp_path):
+    """The control declaring per_mille gets 0-1000 prompts and is read back in 0-1000: the same Dice."""
+    tasks = "pathview_demo_region_ogd,pathview_demo_slide_lgd"
+    per_mille = lmms_eval(tmp_path, "pathbind_control", tasks, "--model_args", "box_convention=per_mille")
+    for task in tasks.split(","):
+        assert metric(per_mille, task, "dice") == pytest.approx(metric(control, task, "dice"), abs=1.0)
+    sample = json.loads(next(per_mille["out"].rglob("*pathview_demo_slide_lgd.jsonl")).read_text().splitlines()[0])
+    assert "scale of 0 to 1000" in sample["input"]
+
+
+@pytest.mark.parametrize("strategy", ["random", "frequent"])
+def test_baselines_run_every_demo_task_and_never_refuse(tmp_path, strategy):
+    """pathbind_baseline answers all 14 tasks from their data: every headline is finite, SRR is 0."""
+    result = lmms_eval(tmp_path, "pathbind_baseline", "pathview_demo", "--model_args", f"strategy={strategy}")
+    assert result["results"]["config"]["model_args"] == f"strategy={strategy}"
+    for task in DEMO_TASKS:
+        assert math.isfinite(metric(result, task, headline(task))), task
+        assert metric(result, task, "invalid_rate") == 0
+    assert metric(result, "pathview_demo", "srr") == 0
+
+
+def test_release_layout_runs_from_pathbind_data(tmp_path):
+    """The real tasks read a release copy under PATHBIND_DATA and score it like the demo."""
+    pathview_synth.write_pathview_data(tmp_path / "root", 4, 5, layout=pathview_synth.RELEASE_LAYOUT)
+    result = lmms_eval(tmp_path, "pathbind_control", "pathview_region_ogd,pathview_fov_trap",
+                       env={"PATHBIND_DATA": str(tmp_path / "root")})
+    assert metric(result, "pathview_region_ogd", "dice") >= 50
+    assert metric(result, "pathview_fov_trap", "srr") == 100

@@ -1,0 +1,116 @@
+"""`pathbind report` on demo runs of the two controls: paper-style tables, offline HTML, figures, overlays, notes."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+
+import pytest
+from conftest import BIN, lmms_eval, run
+
+from pathbind_tasks.report import ReportError, build_report
+from pathbind_tasks.report.overlays import ItemMap, choose_items
+
+DEMO_TASKS = "pathbind_demo_vqa,pathbind_demo_vqa_ablation,pathbind_demo_grounding"
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Both controls on the demo VQA, ablation and grounding tasks, with sample logs."""
+    tmp = tmp_path_factory.mktemp("report_runs")
+    return {model: lmms_eval(tmp, model, DEMO_TASKS)["out"] for model in ("pathbind_control", "pathbind_blind")}
+
+
+@pytest.fixture(scope="module")
+def report(runs, tmp_path_factory):
+    """The report of both runs written by the installed `pathbind report` command."""
+    out = tmp_path_factory.mktemp("report") / "report"
+    done = run([str(BIN / "pathbind"), "report", str(runs["pathbind_control"]), str(runs["pathbind_blind"]),
+                "--out", str(out), "--pairs", "pathbind_blind:pathbind_control", "--overlays", "4"], cwd=out.parent)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out
+
+
+@pytest.mark.slow
+def test_vqa_table_has_the_papers_form(report):
+    """Accuracy↑gain per dimension, the text-only rows, best values marked and the random-choice row."""
+    markdown = (report / "report.md").read_text()
+    assert "| pathbind_control | VLM | **100.0↑80.0** |" in markdown
+    assert "**100.0↑65.0** |" in markdown  # D-all (Avg.) of the positive control
+    assert "| pathbind_blind | VLM | 20.0↑0.0 |" in markdown and "35.0↑0.0 |" in markdown  # the blind's MG is 0
+    assert "|  | VLM-text | <u>20.0</u> |" in markdown
+    assert "| Random Choice | - | 25.0 |" in markdown
+    assert "| pathbind_control | 100.0 | 0.0↓100.0 |" in markdown  # blank image: every point lost
+
+
+@pytest.mark.slow
+def test_grounding_table_and_notes(report):
+    """Table 3 in percent with CIs; the blind control's unscored items are a note, not a crash."""
+    markdown = (report / "report.md").read_text()
+    assert re.search(r"\| pathbind_control \| \*\*79\.\d \[79\.\d, 80\.0\]\*\* \|", markdown)
+    assert "| pathbind_blind | n/a | n/a | n/a |" in markdown
+    assert "0 of 24 items scored" in markdown and "attention map is constant after smoothing (24)" in markdown
+
+
+@pytest.mark.slow
+def test_html_is_self_contained_and_figures_exist(report):
+    """No external URL in the HTML: every image is a data URI; each PNG the Markdown links exists and is non-empty."""
+    page = (report / "index.html").read_text()
+    assert not re.search(r"https?://", page)
+    sources = re.findall(r"""(?:src|href)\s*=\s*['"]([^'"]*)""", page)
+    assert sources and all(source.startswith("data:image/png;base64,") for source in sources)
+    linked = re.findall(r"\]\((figures/[^)]+\.png)\)", (report / "report.md").read_text())
+    names = {path.split("/")[-1] for path in linked}
+    assert {"q_sweep_pathbind_demo_grounding.png", "layer_sweep_pathbind_demo_grounding.png", "pairs.png",
+            "overlays_pathbind_demo_grounding_success.png"} <= names
+    assert all((report / path).stat().st_size > 1000 for path in linked)
+
+
+@pytest.mark.slow
+def test_overlays_are_grouped(report):
+    """The control localises every demo item (IoU 0.8), so all shown items are successes; empty groups get a note."""
+    markdown = (report / "report.md").read_text()
+    assert "pathbind_demo_grounding, success items" in markdown
+    assert "pathbind_demo_grounding: no partial item among the items shown" in markdown
+    assert "pathbind_demo_grounding: no failure item among the items shown" in markdown
+
+
+@pytest.mark.slow
+def test_a_run_without_grounding_gives_a_note(runs, tmp_path):
+    """Runs of different tasks combine: a VQA-only run is listed in the VQA table and noted under grounding."""
+    vqa_only = tmp_path / "vqa_only"
+    shutil.copytree(runs["pathbind_blind"], vqa_only)
+    for file in vqa_only.rglob("*_results.json"):
+        data = json.loads(file.read_text())
+        data["results"].pop("pathbind_demo_grounding")
+        file.write_text(json.dumps(data))
+    build_report([runs["pathbind_control"], vqa_only], tmp_path / "out", overlays=0)
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert f"pathbind_blind: no grounding task in its results ({vqa_only})" in markdown
+    assert "| pathbind_blind | VLM | 20.0↑0.0 |" in markdown
+
+
+def test_a_missing_folder_is_a_clear_error(tmp_path):
+    """A run folder that does not exist: exit 1 naming it."""
+    done = run([str(BIN / "pathbind"), "report", str(tmp_path / "nope"), "--out", str(tmp_path / "out")],
+               cwd=tmp_path)
+    assert done.returncode == 1
+    assert f"pathbind report: {tmp_path / 'nope'}: no such folder" in done.stderr
+
+
+def test_a_folder_without_results_is_a_clear_error(tmp_path):
+    """A folder with no results.json (a failed lmms-eval run) names the folder."""
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ReportError, match=r"empty: no lmms-eval \*_results.json"):
+        build_report([tmp_path / "empty"], tmp_path / "out")
+
+
+def test_overlay_items_are_taken_from_every_group():
+    """Items alternate success / partial / failure, by the best model's IoU; unscored items are failures."""
+    logged = {"a": {0: ItemMap(None, 0.9), 1: ItemMap(None, 0.3), 2: ItemMap(None, 0.05), 3: ItemMap(None, 0.7),
+                    4: ItemMap(None, math.nan)},
+              "b": {0: ItemMap(None, 0.1), 1: ItemMap(None, 0.2), 2: ItemMap(None, math.nan)}}
+    assert choose_items(logged, 4) == {"success": [0, 3], "partial": [1], "failure": [2]}
+    assert choose_items(logged, 5)["failure"] == [2, 4]
