@@ -23,3 +23,8 @@ def no_answer_reason(text: str) -> str | None:
     if stripped.startswith(BUDGET_EXCEEDED):
         return "not sent: the run's token budget (--max_tokens) was spent"
     return None
+
+
+def scoring_failure(exc: Exception) -> str:
+    """The reason an item could not be scored, naming the missing field of a malformed document."""
+    return f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)

@@ -24,6 +24,8 @@ from pathbind import render_template
 from pathbind.occlusion_requests import OcclusionRequest, OcclusionResponse
 from pathbind_metrics import faithfulness_aggregations as fa
 from pathbind_tasks.common.conditions import with_readable_images
+from pathbind_tasks.common.failures import scoring_failure
+from pathbind_tasks.common.ordering import in_id_order
 from pathbind_tasks.sources.raw import require
 
 COLUMNS = ("id", "image", "expression", "bbox", "width", "height")
@@ -80,7 +82,7 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
                                 box=[float(v) for v in doc["bbox"]], image_size=(int(doc["width"]), int(doc["height"])),
                                 seed=item_seed(doc["id"]))
     except Exception as exc:  # the item is counted as lost with its reason
-        reason = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+        reason = scoring_failure(exc)
         logger.warning(f"doc {base['id']}: cannot score faithfulness ({reason})")
         record = fa.lost_record(reason)
     record = {**base, **record}
@@ -101,9 +103,9 @@ def _mean_of(field: str) -> Callable[[list[dict[str, Any]]], float]:
 
 
 (attn_occlusion_rho, attn_abs_delta_rho, causal_l1, causal_amim, attn_amim, pointing_hit, pointing_tie, attn_box_ap,
- causal_box_ap, insertion_auc, deletion_auc, text_agreement) = (_mean_of(field) for field in fa.HEADLINE)
-control_boxes = fa.control_box_masses
-faith_ci = fa.intervals
-perm_tests = fa.permutation_tests
-verdict = fa.verdict
+ causal_box_ap, insertion_auc, deletion_auc, text_agreement) = (in_id_order(_mean_of(field)) for field in fa.HEADLINE)
+control_boxes = in_id_order(fa.control_box_masses)
+faith_ci = in_id_order(fa.intervals)
+perm_tests = in_id_order(fa.permutation_tests)
+verdict = in_id_order(fa.verdict)
 faith_lost = fa.lost_counts

@@ -19,6 +19,8 @@ from pathbind import render_template
 from pathbind.attention_maps import AttentionRequest, AttentionResponse, Query
 from pathbind_metrics import grounding_aggregations as ga
 from pathbind_tasks.common.conditions import with_readable_images
+from pathbind_tasks.common.failures import scoring_failure
+from pathbind_tasks.common.ordering import in_id_order
 from pathbind_tasks.sources.raw import require
 
 ALTERNATIVES_SEED = 0
@@ -73,7 +75,7 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
         response = AttentionResponse.decode(results[0] if results else "")
         record = ga.item_record(response.maps, list(doc["bbox"]), (int(doc["width"]), int(doc["height"])))
     except Exception as exc:  # the item is counted as lost with its reason
-        reason = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+        reason = scoring_failure(exc)
         logger.warning(f"doc {base['id']}: cannot score grounding ({reason})")
         record = ga.item_record([reason], [0, 0, 0, 0], (1, 1))
     record = {**base, **record}
@@ -88,10 +90,10 @@ def _headline(field: str) -> Callable[[list[dict[str, Any]]], float]:
 
 
 attn_iou, attn_precision, attn_recall, eff_support, cross_query_r, pixel_ap = (
-    _headline(field) for field in ga.HEADLINE.values())
-attn_ci = ga.bootstrap_intervals
-q_sweep = ga.q_sweep
-layer_sweep = ga.layer_sweep
+    in_id_order(_headline(field)) for field in ga.HEADLINE.values())
+attn_ci = in_id_order(ga.bootstrap_intervals)
+q_sweep = in_id_order(ga.q_sweep)
+layer_sweep = in_id_order(ga.layer_sweep)
 lost_items = ga.lost_items
 
 

@@ -12,7 +12,7 @@ from pathbind import render_template
 from pathbind_metrics import choice_letters, parse_choice, parse_yes_no
 from pathbind_metrics.aggregations import ABLATION_METRICS, BASE_METRICS
 from pathbind_tasks.common.conditions import visual_for
-from pathbind_tasks.common.failures import no_answer_reason
+from pathbind_tasks.common.failures import no_answer_reason, scoring_failure
 from pathbind_tasks.common.messages import UserTurn
 
 
@@ -75,7 +75,7 @@ def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], 
             record.update(reference=reference, parsed=parsed, valid=parsed is not None, correct=parsed == reference,
                           reason=failure or ("" if parsed is not None else "unparseable answer"))
         except Exception as exc:  # a malformed document is scored invalid, never fatal
-            reason = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+            reason = scoring_failure(exc)
             logger.warning(f"doc {record['id']}: cannot score ({reason})")
             record.update(reference=None, parsed=None, valid=False, correct=False, reason=reason)
         return dict.fromkeys(metrics, record)

@@ -19,6 +19,7 @@ from pathbind.runtime import box_convention
 from pathbind_metrics.pathview import box_dice, box_problem, entity_recall, to_pixels
 from pathbind_metrics.pathview_parsing import parse_boxes, parse_count, parse_entities, parse_option
 from pathbind_metrics.refusal import REFUSAL_FORM, is_refusal
+from pathbind_tasks.common.failures import scoring_failure
 from pathbind_tasks.pathview.vocabulary import answer_class, matcher
 
 ANSWERABLE = ("false_refusal_rate", "invalid_rate")
@@ -95,7 +96,7 @@ def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], 
             else:
                 record.update(outcome="answered", **judge(doc, text))
         except Exception as exc:  # an unreadable answer or a malformed item is invalid, never fatal
-            reason = f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+            reason = scoring_failure(exc)
             record.update(outcome="invalid", parsed=None, reason=reason)
         return dict.fromkeys(metrics, record)
 
