@@ -111,7 +111,7 @@ def test_committed_demo_data_is_under_two_megabytes():
 
 def test_demo_data_command_writes_every_pathview_task(tmp_path, capsys):
     """`pathbind demo-data` writes one folder per PathView demo task next to the VQA sets."""
-    args = argparse.Namespace(out=tmp_path, n=1, n_yes_no=2, n_pathview=1, seed=2)
+    args = argparse.Namespace(out=tmp_path, n=1, n_yes_no=2, n_pathview=1, n_grounding=0, seed=2)
     assert command.run(args) == 0
     for task in pathview_synth.TASKS:
         written = datasets.Dataset.from_parquet(str(tmp_path / f"pathview_demo_{task}" / "test.parquet"))
