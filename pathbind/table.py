@@ -7,7 +7,8 @@ from typing import Any
 
 
 def format_table(rows: list[dict[str, Any]], columns: list[str] | None = None) -> str:
-    """Left-aligned columns (default: every key, in first-seen order); floats with one decimal."""
+    """Left-aligned columns (default: every key, in first-seen order); floats with one decimal, or three below 1
+    (fractions and correlations such as IoU 0.798 would otherwise all read 0.8)."""
     columns = columns or list(dict.fromkeys(key for row in rows for key in row))
     cells = [[_cell(row.get(c)) for c in columns] for row in rows]
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
@@ -20,5 +21,7 @@ def _cell(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
-        return "nan" if math.isnan(value) else f"{value:.1f}"
+        if math.isnan(value):
+            return "nan"
+        return f"{value:.3f}" if 0 < abs(value) < 1 else f"{value:.1f}"
     return str(value)
