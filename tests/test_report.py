@@ -114,3 +114,30 @@ def test_overlay_items_are_taken_from_every_group():
               "b": {0: ItemMap(None, 0.1), 1: ItemMap(None, 0.2), 2: ItemMap(None, math.nan)}}
     assert choose_items(logged, 4) == {"success": [0, 3], "partial": [1], "failure": [2]}
     assert choose_items(logged, 5)["failure"] == [2, 4]
+
+
+def write_results(folder, model: str, results: dict) -> None:
+    """A results.json in lmms-eval's layout (metric keys with their filter suffix)."""
+    folder.mkdir(parents=True)
+    body = {task: {f"{name},none": value for name, value in metrics.items()} for task, metrics in results.items()}
+    (folder / "20260101_000000_results.json").write_text(json.dumps({"config": {"model": model}, "results": body}))
+
+
+def test_faithfulness_and_pathview_sections_read_results_by_metric_name(tmp_path):
+    """The two-axis plot places a model with finite ρ and causal mass; one without is a note with its verdict;
+    PathView metrics appear per task."""
+    uses = {"image": "uses the image", "attention": "attention tracks causal importance"}
+    ignores = {"image": "does not use the image", "attention": "attention does not track causal importance"}
+    write_results(tmp_path / "a", "model_a", {
+        "pathbind_faithfulness": {"attn_occlusion_rho": 0.6, "causal_amim": 0.7, "causal_l1": 1.2, "verdict": uses},
+        "pathview_region_ogd": {"dice": 41.5, "false_refusal_rate": 2.0, "invalid_rate": 0.0}})
+    write_results(tmp_path / "b", "model_b", {
+        "pathbind_faithfulness": {"attn_occlusion_rho": math.nan, "causal_amim": math.nan, "causal_l1": 0.0,
+                                  "verdict": ignores}})
+    build_report([tmp_path / "a", tmp_path / "b"], tmp_path / "out", overlays=0)
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert "| model_a | pathbind_faithfulness | uses the image; attention tracks causal importance |" in markdown
+    assert "not placed on the plot" in markdown
+    assert "model_b on pathbind_faithfulness (does not use the image" in markdown
+    assert (tmp_path / "out" / "figures" / "faithfulness.png").stat().st_size > 0
+    assert "41.5" in markdown and "pathview_region_ogd" in markdown

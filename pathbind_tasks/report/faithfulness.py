@@ -25,6 +25,11 @@ def faithfulness_section(runs: list[Run], out: Path) -> Section:
         return section
     section.blocks.append(_table(runs, tasks))
     section.blocks.append(_two_axis_figure(runs, tasks, out))
+    unplaced = [f"{run.name} on {task} ({_verdict(run.results[task])})" for task in tasks for run in runs
+                if task in run.results and not _placed(run, task)]
+    if unplaced:
+        section.blocks.append(Note(f"not placed on the plot (no finite {X_METRIC} or {Y_METRIC}): "
+                                   + "; ".join(unplaced)))
     return section
 
 
@@ -33,8 +38,22 @@ def _table(runs: list[Run], tasks: list[str]) -> Table:
     for task in tasks:
         for run in (r for r in runs if task in r.results):
             shown = {k: v for k, v in run.results[task].items() if not isinstance(v, dict | list)}
-            rows.append([Cell(run.name), Cell(task), Cell("; ".join(f"{k} {_value(v)}" for k, v in shown.items()))])
-    return Table("Faithfulness metrics (every scalar and verdict the task reports)", ["Model", "task", "metrics"], rows)
+            rows.append([Cell(run.name), Cell(task), Cell(_verdict(run.results[task])),
+                         Cell("; ".join(f"{k} {_value(v)}" for k, v in shown.items()))])
+    return Table("Faithfulness metrics (every scalar and verdict the task reports)",
+                 ["Model", "task", "verdict", "metrics"], rows)
+
+
+def _verdict(results: dict[str, Any]) -> str:
+    """The task's two-axis verdict ("uses the image; attention tracks causal importance"), or "-"."""
+    verdict = results.get("verdict")
+    if not isinstance(verdict, dict):
+        return "-"
+    return "; ".join(str(verdict[k]) for k in ("image", "attention") if k in verdict)
+
+
+def _placed(run: Run, task: str) -> bool:
+    return finite(run.metric(task, X_METRIC)) and finite(run.metric(task, Y_METRIC))
 
 
 def _value(value: Any) -> str:
@@ -43,7 +62,7 @@ def _value(value: Any) -> str:
 
 def _two_axis_figure(runs: list[Run], tasks: list[str], out: Path) -> Figure | Note:
     points = [(run.name, task, run.metric(task, X_METRIC), run.metric(task, Y_METRIC)) for task in tasks
-              for run in runs if finite(run.metric(task, X_METRIC)) and finite(run.metric(task, Y_METRIC))]
+              for run in runs if _placed(run, task)]
     if not points:
         return Note(f"no run reports finite {X_METRIC} and {Y_METRIC}: two-axis plot skipped")
     figure = new_figure(5.5, 4.2)
