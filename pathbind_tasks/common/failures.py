@@ -3,6 +3,11 @@ the token budget ran out, recognised so the item is scored invalid with the back
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
+from loguru import logger
+
 REQUEST_FAILED = "[LMMS_EVAL_REQUEST_FAILED"  # openai, gemini, async_openai once max_retries attempts failed
 BUDGET_EXCEEDED = "[LMMS_EVAL_BUDGET_EXCEEDED]"  # chat API backends once --max_tokens is spent
 MAX_DETAIL = 300  # characters of the backend's error kept in the reason
@@ -28,3 +33,31 @@ def no_answer_reason(text: str) -> str | None:
 def scoring_failure(exc: Exception) -> str:
     """The reason an item could not be scored, naming the missing field of a malformed document."""
     return f"missing field {exc.args[0]!r}" if isinstance(exc, KeyError) else str(exc)
+
+
+Record = dict[str, Any]
+
+
+def response_scorer(kind: str, metrics: tuple[str, ...], fields: dict[str, str], score: Callable[[Record, str], Record],
+                    lost: Callable[[str], Record]) -> Callable[[Record, list[str]], Record]:
+    """A total ``process_results`` for tasks whose model answer is an encoded response (maps, scores).
+
+    ``score(doc, response)`` builds the item's record; an unreadable image, a malformed document or a response
+    that cannot be decoded gives ``lost(reason)`` instead, logged. The record carries the item id and the doc
+    columns ``fields`` names (record key -> column) and is emitted under every metric name.
+    """
+
+    def process_results(doc: Record, results: list[str]) -> Record:
+        base = {"id": str(doc.get("id")), **{key: doc.get(column) for key, column in fields.items()}}
+        try:
+            if doc.get("image_error"):
+                raise ValueError(doc["image_error"])
+            record = score(doc, results[0] if results else "")
+        except Exception as exc:  # the item is counted as lost with its reason
+            reason = scoring_failure(exc)
+            logger.warning(f"doc {base['id']}: cannot score {kind} ({reason})")
+            record = lost(reason)
+        record = {**base, **record}
+        return dict.fromkeys(metrics, record)
+
+    return process_results

@@ -17,14 +17,13 @@ from typing import Any
 
 import datasets
 import numpy as np
-from loguru import logger
 from PIL import Image
 
 from pathbind import render_template
 from pathbind.occlusion_requests import OcclusionRequest, OcclusionResponse
 from pathbind_metrics import faithfulness_aggregations as fa
 from pathbind_tasks.common.conditions import with_readable_images
-from pathbind_tasks.common.failures import scoring_failure
+from pathbind_tasks.common.failures import response_scorer
 from pathbind_tasks.common.ordering import in_id_order
 from pathbind_tasks.sources.raw import require
 
@@ -70,23 +69,15 @@ def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] |
                             steps=int(options.get("steps", 16)), seed=item_seed(doc["id"])).encode()
 
 
-def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
-    """One record, emitted under every metric name; total (NaN with reasons), never raising."""
-    base = {"id": str(doc.get("id")), "group": doc.get("subgroup")}
-    try:
-        if doc.get("image_error"):
-            raise ValueError(doc["image_error"])
-        response = OcclusionResponse.decode(results[0] if results else "")
-        record = fa.item_record(_scores(response.original, "original"), _scores(response.patches, "patches"),
-                                response.attention, response.text_only, response.curves, reference=REFERENCE,
-                                box=[float(v) for v in doc["bbox"]], image_size=(int(doc["width"]), int(doc["height"])),
-                                seed=item_seed(doc["id"]))
-    except Exception as exc:  # the item is counted as lost with its reason
-        reason = scoring_failure(exc)
-        logger.warning(f"doc {base['id']}: cannot score faithfulness ({reason})")
-        record = fa.lost_record(reason)
-    record = {**base, **record}
-    return dict.fromkeys(METRICS, record)
+def _score(doc: dict[str, Any], text: str) -> dict[str, Any]:
+    response = OcclusionResponse.decode(text)
+    return fa.item_record(_scores(response.original, "original"), _scores(response.patches, "patches"),
+                          response.attention, response.text_only, response.curves, reference=REFERENCE,
+                          box=[float(v) for v in doc["bbox"]], image_size=(int(doc["width"]), int(doc["height"])),
+                          seed=item_seed(doc["id"]))
+
+
+process_results = response_scorer("faithfulness", METRICS, {"group": "subgroup"}, _score, fa.lost_record)
 
 
 def _scores(part: np.ndarray | str, name: str) -> np.ndarray:

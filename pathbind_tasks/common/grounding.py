@@ -12,14 +12,13 @@ from typing import Any
 
 import datasets
 import numpy as np
-from loguru import logger
 from PIL import Image
 
 from pathbind import render_template
 from pathbind.attention_maps import AttentionRequest, AttentionResponse, Query
 from pathbind_metrics import grounding_aggregations as ga
 from pathbind_tasks.common.conditions import with_readable_images
-from pathbind_tasks.common.failures import scoring_failure
+from pathbind_tasks.common.failures import response_scorer
 from pathbind_tasks.common.ordering import in_id_order
 from pathbind_tasks.sources.raw import require
 
@@ -66,20 +65,13 @@ def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] |
     return AttentionRequest(queries, LAYER_SETS).encode()
 
 
-def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
-    """One record, emitted under every metric name; total (NaN with reasons), never raising."""
-    base = {"id": str(doc.get("id")), "split": doc.get("split")}
-    try:
-        if doc.get("image_error"):
-            raise ValueError(doc["image_error"])
-        response = AttentionResponse.decode(results[0] if results else "")
-        record = ga.item_record(response.maps, list(doc["bbox"]), (int(doc["width"]), int(doc["height"])))
-    except Exception as exc:  # the item is counted as lost with its reason
-        reason = scoring_failure(exc)
-        logger.warning(f"doc {base['id']}: cannot score grounding ({reason})")
-        record = ga.item_record([reason], [0, 0, 0, 0], (1, 1))
-    record = {**base, **record}
-    return dict.fromkeys(METRICS, record)
+def _score(doc: dict[str, Any], response: str) -> dict[str, Any]:
+    maps = AttentionResponse.decode(response).maps
+    return ga.item_record(maps, list(doc["bbox"]), (int(doc["width"]), int(doc["height"])))
+
+
+process_results = response_scorer("grounding", METRICS, {"split": "split"}, _score,
+                                  lambda reason: ga.item_record([reason], [0, 0, 0, 0], (1, 1)))
 
 
 def _headline(field: str) -> Callable[[list[dict[str, Any]]], float]:
