@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pathbind.occlusion_requests import fill_colour, occlude
+from pathbind.perturbations import fill_colour, occlude
 from pathbind_metrics.faithfulness import occlusion_map
 from pathbind_models.hf.adapter import HFAdapter
 from pathbind_models.hf.tiny import make_tiny_model

@@ -16,27 +16,33 @@ from scipy import special, stats
 Box = Sequence[float] | np.ndarray
 
 
-def resample_to_grid(values: ArrayLike, grid: int) -> np.ndarray:
-    """Area-average a (h, w) map onto a ``grid``×``grid`` map covering the same image.
+def resample_to_grid(values: ArrayLike, grid: int, view: Sequence[float] = (0.0, 0.0, 1.0, 1.0)) -> np.ndarray:
+    """Area-average a (h, w) map covering ``view`` onto a ``grid``×``grid`` map covering the whole image.
 
-    Each output cell is the mean of the input over the part of the image it covers, the input cells being
-    weighted by their overlap (in fractions of the image side), so a map already on the grid is unchanged and
-    an 8×8 map onto 16×16 repeats each value in 2×2 cells.
+    ``view`` is ``(x_min, y_min, x_max, y_max)`` in fractions of the image sides (default: all of it). Each output
+    cell is the mean of the input over the part of the cell the map covers, the input cells being weighted by
+    their overlap, so a map already on the grid is unchanged and an 8×8 map onto 16×16 repeats each value in 2×2
+    cells. A cell wholly outside the view gets no attention (0).
 
     >>> resample_to_grid([[1.0, 3.0]], 1).tolist()
     [[2.0]]
+    >>> resample_to_grid([[1.0, 3.0]], 2, view=(0.5, 0, 1, 1)).tolist()  # the map covers the right half
+    [[0.0, 2.0], [0.0, 2.0]]
     """
     values = np.asarray(values, dtype=float)
-    return _overlap(values.shape[0], grid) @ values @ _overlap(values.shape[1], grid).T
+    x_min, y_min, x_max, y_max = view
+    return _overlap(values.shape[0], grid, y_min, y_max) @ values @ _overlap(values.shape[1], grid, x_min, x_max).T
 
 
-def _overlap(n_in: int, n_out: int) -> np.ndarray:
-    """(n_out, n_in) row-stochastic weights: overlap of output cell i with input cell j, in units of the side."""
-    edges_in, edges_out = np.linspace(0, 1, n_in + 1), np.linspace(0, 1, n_out + 1)
-    low = np.maximum(edges_out[:-1, None], edges_in[None, :-1])
-    high = np.minimum(edges_out[1:, None], edges_in[None, 1:])
-    weights = np.clip(high - low, 0, None)
-    return weights / weights.sum(axis=1, keepdims=True)
+def _overlap(n_in: int, n_out: int, low: float = 0.0, high: float = 1.0) -> np.ndarray:
+    """(n_out, n_in) weights: overlap of output cell i with input cell j (input cells spanning [low, high] of the
+    side), each row normalised to sum 1, or 0 where the output cell lies outside [low, high]."""
+    edges_in, edges_out = np.linspace(low, high, n_in + 1), np.linspace(0, 1, n_out + 1)
+    lower = np.maximum(edges_out[:-1, None], edges_in[None, :-1])
+    upper = np.minimum(edges_out[1:, None], edges_in[None, 1:])
+    weights = np.clip(upper - lower, 0, None)
+    totals = weights.sum(axis=1, keepdims=True)
+    return np.divide(weights, totals, out=np.zeros_like(weights), where=totals > 0)
 
 
 def margin(logprobs: ArrayLike, reference: int) -> float:

@@ -32,18 +32,26 @@ BOX_KINDS = ("true", "shifted", "far", "random_size")
 
 def item_record(original: np.ndarray, patches: np.ndarray, attention: np.ndarray | str, text_only: np.ndarray | str,
                 curves: Mapping[str, np.ndarray | str], *, reference: int, box: Sequence[float],
-                image_size: Sequence[int], seed: int) -> dict[str, Any]:
-    """Every measure of one item. ``attention`` or ``text_only`` may be the model's reason for having none."""
+                image_size: Sequence[int], seed: int, view_box: Sequence[float] | None = None) -> dict[str, Any]:
+    """Every measure of one item. ``attention`` or ``text_only`` may be the model's reason for having none.
+
+    ``view_box`` is the part of the image the model saw (default: all of it). Occlusion cells wholly outside it
+    cannot change the answer because the model never sees them: they are counted in ``cells_outside_view`` and
+    left out of the attention–occlusion rank correlations, instead of passing for cells the model ignored.
+    """
     grid = round(math.sqrt(len(patches)))
     lost: dict[str, str] = {}
     delta = fm.occlusion_map(original, patches, reference, grid)
     magnitude = np.abs(delta)
     coverage = fm.box_coverage(box, image_size, grid)
+    view = [float(v) for v in view_box] if view_box is not None else [0.0, 0.0, *map(float, image_size)]
+    seen = fm.box_coverage(view, image_size, grid) > 0
     rng = np.random.default_rng(seed)
     shuffle = rng.permutation(grid * grid)
-    record: dict[str, Any] = {"causal_l1": float(magnitude.sum()), "area_share": float(coverage.mean())}
+    record: dict[str, Any] = {"causal_l1": float(magnitude.sum()), "area_share": float(coverage.mean()),
+                              "view_box": view, "cells_outside_view": int((~seen).sum())}
     causal = _causal_measures(magnitude, shuffle, coverage, box, image_size, lost)
-    attn = _attention_measures(attention, delta, shuffle, coverage, box, image_size, lost)
+    attn = _attention_measures(attention, delta, _within(shuffle, seen), seen, coverage, box, image_size, lost)
     boxes = fm.control_boxes(box, image_size, rng)
     maps = {"attention": attention if isinstance(attention, np.ndarray) else None, "causal": magnitude}
     record["boxes"] = {name: {kind: (fm.mass_in_box(m, fm.box_coverage(b, image_size, grid))
@@ -66,8 +74,17 @@ def _causal_measures(magnitude: np.ndarray, shuffle: np.ndarray, coverage: np.nd
             "causal_amim_null": fm.mass_in_box(shuffled, coverage), "causal_box_ap": box_ap}
 
 
-def _attention_measures(attention: np.ndarray | str, delta: np.ndarray, shuffle: np.ndarray, coverage: np.ndarray,
-                        box: Sequence[float], image_size: Sequence[int], lost: dict[str, str]) -> dict[str, float]:
+def _within(shuffle: np.ndarray, seen: np.ndarray) -> np.ndarray:
+    """The permutation ``shuffle`` restricted to the seen cells (unseen cells stay in place)."""
+    cells = np.flatnonzero(seen.ravel())
+    order = np.arange(seen.size)
+    order[cells] = [cell for cell in shuffle if seen.flat[cell]]
+    return order
+
+
+def _attention_measures(attention: np.ndarray | str, delta: np.ndarray, shuffle: np.ndarray, seen: np.ndarray,
+                        coverage: np.ndarray, box: Sequence[float], image_size: Sequence[int],
+                        lost: dict[str, str]) -> dict[str, float]:
     names = ("attn_occlusion_rho", "attn_occlusion_rho_null", "attn_abs_delta_rho", "attn_amim", "attn_amim_null",
              "pointing_hit", "pointing_tie", "attn_box_ap")
     if isinstance(attention, str):
@@ -75,9 +92,9 @@ def _attention_measures(attention: np.ndarray | str, delta: np.ndarray, shuffle:
         return dict.fromkeys(names, math.nan)
     shuffled = attention.ravel()[shuffle].reshape(attention.shape)
     hit, tie = fm.pointing(attention, coverage)
-    values = {"attn_occlusion_rho": fm.spearman(attention, delta),
-              "attn_occlusion_rho_null": fm.spearman(shuffled, delta),
-              "attn_abs_delta_rho": fm.spearman(attention, np.abs(delta)),
+    values = {"attn_occlusion_rho": fm.spearman(attention[seen], delta[seen]),
+              "attn_occlusion_rho_null": fm.spearman(shuffled[seen], delta[seen]),
+              "attn_abs_delta_rho": fm.spearman(attention[seen], np.abs(delta[seen])),
               "attn_amim": fm.mass_in_box(attention, coverage),
               "attn_amim_null": fm.mass_in_box(shuffled, coverage), "pointing_hit": hit, "pointing_tie": float(tie),
               "attn_box_ap": grounding.pixel_average_precision(attention, box, image_size, sigma=0)}

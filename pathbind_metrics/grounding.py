@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -27,6 +28,8 @@ BOX_INVERTED = "box is inverted (x_max < x_min or y_max < y_min)"
 BOX_ZERO_AREA = "box has zero area"
 BOX_OUTSIDE = "box lies outside the image"
 BOX_NO_PIXEL = "box covers no pixel centre"
+BAD_VIEW = "view box is not 4 finite numbers covering a pixel centre of the image"
+BOX_OUTSIDE_VIEW = "box lies outside the model's view"
 TOO_FEW_MAPS = "fewer than two maps"
 SHAPE_MISMATCH = "maps differ in shape"
 CONSTANT_MAP = "a map is constant"
@@ -34,10 +37,29 @@ NOT_NUMERIC = "a map is not a numeric array"
 
 Box = Sequence[float] | np.ndarray
 ImageSize = Sequence[int] | np.ndarray
-_Prepared = tuple[np.ndarray, tuple[int, int], slice, slice]  # normalised patch map, (H, W), box rows, box columns
+
+@dataclass(frozen=True)
+class _Prepared:
+    normalised: np.ndarray  # smoothed, min–max normalised patch map
+    shape: tuple[int, int]  # image (H, W)
+    view: tuple[float, float, float, float]  # the rectangle the map covers, original pixels
+    box: tuple[slice, slice]  # box rows and columns
+    seen: tuple[slice, slice]  # rows and columns of the pixels inside the view
+
+    @property
+    def box_in_view(self) -> tuple[slice, slice]:
+        return _intersect(self.box, self.seen)
+
+    @property
+    def box_area(self) -> int:
+        return _area(self.box)
+
+    def heat(self) -> np.ndarray:
+        return _upsample(self.normalised, self.shape, self.view)
 
 
-def heat_map(attn_map: ArrayLike, image_size: ImageSize, *, sigma: float = 3.0) -> np.ndarray:
+def heat_map(attn_map: ArrayLike, image_size: ImageSize, *, sigma: float = 3.0,
+             view_box: Box | None = None) -> np.ndarray:
     """Algorithm 1 step 4: smooth, min–max normalise and bilinearly upsample a patch map to the image.
 
     Smoothing is ``scipy.ndimage.gaussian_filter(attn_map, sigma, mode="reflect")`` on the Hp×Wp patch
@@ -45,6 +67,10 @@ def heat_map(attn_map: ArrayLike, image_size: ImageSize, *, sigma: float = 3.0) 
     half-pixel centres, as torch ``F.interpolate(mode="bilinear", align_corners=False, antialias=False)``
     and PIL's ``Image.resize(BILINEAR)`` when enlarging: output pixel ``j`` samples the patch coordinate
     ``(j + 0.5) * Hp / H - 0.5``, clamped to ``[0, Hp - 1]``, so the outer half patch is flat.
+
+    The map covers ``view_box`` (default: the whole image): the rectangle of the original image the model saw
+    (a centre crop shows it less than the whole image). The map is upsampled onto that rectangle, pixels whose
+    centres lie in it; pixels outside it were never seen and get no attention (0).
 
     Parameters
     ----------
@@ -54,6 +80,8 @@ def heat_map(attn_map: ArrayLike, image_size: ImageSize, *, sigma: float = 3.0) 
         The original image size in pixels, as PIL reports it.
     sigma : float
         Gaussian standard deviation in patches (the paper: 3).
+    view_box : [x_min, y_min, x_max, y_max], optional
+        The part of the image the map covers, in original pixels (may be fractional).
 
     Returns
     -------
@@ -65,19 +93,25 @@ def heat_map(attn_map: ArrayLike, image_size: ImageSize, *, sigma: float = 3.0) 
     --------
     >>> heat_map([[0.0, 1.0]], (4, 1), sigma=0).tolist()
     [[0.0, 0.25, 0.75, 1.0]]
+    >>> heat_map([[0.0, 1.0]], (4, 1), sigma=0, view_box=[1, 0, 3, 1]).tolist()  # the model saw x = 1…3
+    [[0.0, 0.0, 1.0, 0.0]]
     """
     _check_sigma(sigma)
     normalised, shape = _patch_heat(attn_map, sigma), _image_shape(image_size)
-    if isinstance(normalised, str) or isinstance(shape, str):
-        raise ValueError(f"cannot build a heat map: {normalised if isinstance(normalised, str) else shape}")
-    return _upsample(normalised, shape)
+    view = shape if isinstance(shape, str) else _view(view_box, shape)
+    if isinstance(normalised, str) or isinstance(view, str):
+        raise ValueError(f"cannot build a heat map: {normalised if isinstance(normalised, str) else view}")
+    assert not isinstance(shape, str)
+    return _upsample(normalised, shape, view[0])
 
 
-def grounding_problem(attn_map: ArrayLike, box: Box, image_size: ImageSize, *, sigma: float = 3.0) -> str | None:
+def grounding_problem(attn_map: ArrayLike, box: Box, image_size: ImageSize, *, sigma: float = 3.0,
+                      view_box: Box | None = None) -> str | None:
     """Why :func:`attention_region_metrics` and :func:`pixel_average_precision` give NaN, or None when they don't.
 
     Checked in order: the map (2-D, non-empty, finite, not constant after smoothing), the image size, then
-    the box (4 finite numbers, not inverted, non-zero area, overlapping the image, covering a pixel centre).
+    the box (4 finite numbers, not inverted, non-zero area, overlapping the image, covering a pixel centre), the
+    view box, and whether any pixel of the box lies inside the view.
     The reasons are the module's fixed strings (``MAP_*``, ``BAD_IMAGE_SIZE``, ``BOX_*``).
 
     Examples
@@ -88,12 +122,44 @@ def grounding_problem(attn_map: ArrayLike, box: Box, image_size: ImageSize, *, s
     True
     """
     _check_sigma(sigma)
-    prepared = _prepare(attn_map, box, image_size, sigma)
+    prepared = _prepare(attn_map, box, image_size, sigma, view_box)
     return prepared if isinstance(prepared, str) else None
 
 
+def view_pixels(image_size: ImageSize, view_box: Box | None = None) -> tuple[slice, slice]:
+    """Rows and columns of the pixels the model saw: those whose centres lie in ``view_box`` (default: all).
+
+    Examples
+    --------
+    >>> view_pixels((512, 256), [128, 0, 384, 256])
+    (slice(0, 256, None), slice(128, 384, None))
+    """
+    shape = _image_shape(image_size)
+    view = shape if isinstance(shape, str) else _view(view_box, shape)
+    if isinstance(view, str):
+        raise ValueError(f"no pixels in view: {view}")
+    return view[1]
+
+
+def box_view_fraction(box: Box, image_size: ImageSize, view_box: Box | None = None) -> float:
+    """Fraction of the box's pixels inside the model's view (1: all seen); NaN for a box or view that is invalid.
+
+    Examples
+    --------
+    >>> box_view_fraction([0, 0, 4, 2], (8, 4), view_box=[2, 0, 6, 4])
+    0.5
+    """
+    shape = _image_shape(image_size)
+    if isinstance(shape, str):
+        return float("nan")
+    view, box_slices = _view(view_box, shape), _box_slices(box, shape)
+    if isinstance(view, str) or isinstance(box_slices, str):
+        return float("nan")
+    return _area(_intersect(box_slices, view[1])) / _area(box_slices)
+
+
 def attention_region_metrics(attn_map: ArrayLike, box: Box, image_size: ImageSize, *, q: float = 0.2,
-                             sigma: float = 3.0) -> dict[str, float]:
+                             sigma: float = 3.0, view_box: Box | None = None) -> dict[str, float]:
     """IoU, precision and recall of the top-q attended pixels against a box (Algorithm 1 step 5; best: 1).
 
     The heat map is :func:`heat_map`. The attended mask is ``heat >= t``: of all such superlevel sets, the
@@ -102,6 +168,8 @@ def attention_region_metrics(attn_map: ArrayLike, box: Box, image_size: ImageSiz
     no ties the mask is the ``round(q * H * W)`` hottest pixels, within one pixel of the paper's
     ``heat >= np.quantile(heat, 1 - q)``. The box mask holds the pixels whose centres ``(x + 0.5, y + 0.5)``
     lie in ``[x_min, x_max) × [y_min, y_max)``, clipped to the image: an integer box covers exactly its area.
+    With a ``view_box`` (see :func:`heat_map`) the attended pixels are the top q of the pixels the model saw;
+    box pixels outside the view count as missed. A box wholly outside the view is NaN (:data:`BOX_OUTSIDE_VIEW`).
 
     Parameters
     ----------
@@ -115,6 +183,8 @@ def attention_region_metrics(attn_map: ArrayLike, box: Box, image_size: ImageSiz
         Attended fraction of the image (the paper: 0.2; sensitivity sweep 0.05–0.4).
     sigma : float
         Gaussian smoothing in patches (the paper: 3; 0 skips it).
+    view_box : [x_min, y_min, x_max, y_max], optional
+        The part of the image the map covers (default: all of it).
 
     Returns
     -------
@@ -130,23 +200,23 @@ def attention_region_metrics(attn_map: ArrayLike, box: Box, image_size: ImageSiz
     """
     _check_q(q)
     _check_sigma(sigma)
-    prepared = _prepare(attn_map, box, image_size, sigma)
+    prepared = _prepare(attn_map, box, image_size, sigma, view_box)
     if isinstance(prepared, str):
         return dict.fromkeys(("iou", "precision", "recall"), float("nan"))
-    normalised, shape, rows, cols = prepared
-    mask = _top_fraction(_upsample(normalised, shape), q)
-    attended, hit = int(np.count_nonzero(mask)), int(np.count_nonzero(mask[rows, cols]))
-    box_area = (rows.stop - rows.start) * (cols.stop - cols.start)
-    return {"iou": hit / (attended + box_area - hit), "precision": hit / attended, "recall": hit / box_area}
+    mask = np.zeros(prepared.shape, bool)
+    mask[prepared.seen] = _top_fraction(prepared.heat()[prepared.seen], q)
+    attended, hit = int(np.count_nonzero(mask)), int(np.count_nonzero(mask[prepared.box]))
+    return _overlap(hit, attended, prepared.box_area)
 
 
-def pixel_average_precision(attn_map: ArrayLike, box: Box, image_size: ImageSize, *, sigma: float = 3.0) -> float:
+def pixel_average_precision(attn_map: ArrayLike, box: Box, image_size: ImageSize, *, sigma: float = 3.0,
+                            view_box: Box | None = None) -> float:
     """Threshold-free pixel AP: pixels scored by the heat map, labelled by the box mask (best: 1).
 
     Average precision as ``sklearn.metrics.average_precision_score`` defines it: ``sum_n (R_n - R_{n-1}) P_n``
     over the distinct scores in decreasing order (tied pixels form one threshold), step-wise, not
     interpolated. Heat map and box mask as in :func:`attention_region_metrics`. A map that ignores the box
-    scores about the box's share of the image.
+    scores about the box's share of the image. Pixels outside ``view_box`` rank below every seen pixel.
 
     Returns
     -------
@@ -162,16 +232,16 @@ def pixel_average_precision(attn_map: ArrayLike, box: Box, image_size: ImageSize
     0.354
     """
     _check_sigma(sigma)
-    prepared = _prepare(attn_map, box, image_size, sigma)
+    prepared = _prepare(attn_map, box, image_size, sigma, view_box)
     if isinstance(prepared, str):
         return float("nan")
-    normalised, shape, rows, cols = prepared
-    heat = _upsample(normalised, shape)
-    return _average_precision(heat[rows, cols].ravel(), heat.ravel())
+    scores = np.full(prepared.shape, _UNSEEN)
+    scores[prepared.seen] = prepared.heat()[prepared.seen]
+    return _average_precision(scores[prepared.box].ravel(), scores.ravel())
 
 
 def region_sweep(attn_map: ArrayLike, box: Box, image_size: ImageSize, *, qs: Sequence[float] = (0.2,),
-                 sigma: float = 3.0) -> dict[str, Any]:
+                 sigma: float = 3.0, view_box: Box | None = None) -> dict[str, Any]:
     """:func:`attention_region_metrics` at every q of ``qs`` and :func:`pixel_average_precision`, from one heat map.
 
     Identical values to calling those functions one by one, at the cost of one upsampling and one sort.
@@ -185,22 +255,23 @@ def region_sweep(attn_map: ArrayLike, box: Box, image_size: ImageSize, *, qs: Se
     for q in qs:
         _check_q(q)
     _check_sigma(sigma)
-    prepared = _prepare(attn_map, box, image_size, sigma)
+    prepared = _prepare(attn_map, box, image_size, sigma, view_box)
     if isinstance(prepared, str):
         return {"by_q": {q: dict.fromkeys(("iou", "precision", "recall"), float("nan")) for q in qs},
                 "pixel_ap": float("nan")}
-    normalised, shape, rows, cols = prepared
-    heat = _upsample(normalised, shape)
-    ranked, in_box = np.sort(heat.ravel()), np.sort(heat[rows, cols].ravel())
-    box_area = in_box.size
+    heat = prepared.heat()
+    seen, seen_in_box = np.sort(heat[prepared.seen].ravel()), np.sort(heat[prepared.box_in_view].ravel())
     by_q = {}
     for q in qs:
-        kth, strict = _top_threshold(ranked, q)
+        kth, strict = _top_threshold(seen, q)
         side: Literal["left", "right"] = "right" if strict else "left"
-        attended = ranked.size - int(np.searchsorted(ranked, kth, side=side))
-        hit = box_area - int(np.searchsorted(in_box, kth, side=side))
-        by_q[q] = {"iou": hit / (attended + box_area - hit), "precision": hit / attended, "recall": hit / box_area}
-    return {"by_q": by_q, "pixel_ap": _average_precision(in_box, heat.ravel(), ranked=ranked, ranked_positive=in_box)}
+        attended = seen.size - int(np.searchsorted(seen, kth, side=side))
+        hit = seen_in_box.size - int(np.searchsorted(seen_in_box, kth, side=side))
+        by_q[q] = _overlap(hit, attended, prepared.box_area)
+    # Unseen pixels rank below every seen one, as in pixel_average_precision.
+    ranked = np.r_[np.full(heat.size - seen.size, _UNSEEN), seen]
+    in_box = np.r_[np.full(prepared.box_area - seen_in_box.size, _UNSEEN), seen_in_box]
+    return {"by_q": by_q, "pixel_ap": _average_precision(in_box, ranked, ranked=ranked, ranked_positive=in_box)}
 
 
 def effective_support_ratio(attn_map: ArrayLike) -> float:
@@ -234,12 +305,13 @@ def support_problem(attn_map: ArrayLike) -> str | None:
 
 
 def cross_query_correlation(maps: Sequence[ArrayLike] | np.ndarray, *, image_size: ImageSize | None = None,
-                            sigma: float = 3.0) -> float:
+                            sigma: float = 3.0, view_box: Box | None = None) -> float:
     """Mean pairwise Pearson correlation of K heat maps of one image (1: the query changes nothing).
 
     Appendix C.4 uses K = 3: the true entity and two entities from other samples. With ``image_size`` each
     raw map first goes through :func:`heat_map` (the paper's heat maps); without it the arrays are correlated
-    as given (any shape, the same for all), e.g. precomputed heat maps or raw patch maps.
+    as given (any shape, the same for all), e.g. precomputed heat maps or raw patch maps. With a ``view_box``
+    the heat maps are correlated over the pixels the model saw.
 
     Returns
     -------
@@ -252,7 +324,7 @@ def cross_query_correlation(maps: Sequence[ArrayLike] | np.ndarray, *, image_siz
     >>> round(cross_query_correlation([a, 2 * a + 1, -a]), 12)
     -0.333333333333
     """
-    covariance = _covariance(maps, image_size, sigma)
+    covariance = _covariance(maps, image_size, sigma, view_box)
     if isinstance(covariance, str):
         return float("nan")
     scale = np.sqrt(np.diag(covariance))
@@ -260,7 +332,7 @@ def cross_query_correlation(maps: Sequence[ArrayLike] | np.ndarray, *, image_siz
 
 
 def correlation_problem(maps: Sequence[ArrayLike] | np.ndarray, *, image_size: ImageSize | None = None,
-                        sigma: float = 3.0) -> str | None:
+                        sigma: float = 3.0, view_box: Box | None = None) -> str | None:
     """Why :func:`cross_query_correlation` gives NaN (fewer than two maps, a bad or constant map, shapes differ).
 
     With ``image_size`` a raw map is checked as :func:`grounding_problem` checks it, and the image size too.
@@ -270,7 +342,7 @@ def correlation_problem(maps: Sequence[ArrayLike] | np.ndarray, *, image_size: I
     >>> correlation_problem([np.ones((2, 2)), np.eye(2)])
     'a map is constant'
     """
-    covariance = _covariance(maps, image_size, sigma)
+    covariance = _covariance(maps, image_size, sigma, view_box)
     return covariance if isinstance(covariance, str) else None
 
 
@@ -333,15 +405,16 @@ def _box_slices(box: Box, shape: tuple[int, int]) -> tuple[slice, slice] | str:
     height, width = shape
     if x_max <= 0 or y_max <= 0 or x_min >= width or y_min >= height:
         return BOX_OUTSIDE
-    # Pixel i is in when its centre i + 0.5 is in [low, high): i from ceil(low - 0.5) to ceil(high - 0.5) - 1.
-    first_col, end_col = (min(max(math.ceil(v - 0.5), 0), width) for v in (x_min, x_max))
-    first_row, end_row = (min(max(math.ceil(v - 0.5), 0), height) for v in (y_min, y_max))
-    if first_col >= end_col or first_row >= end_row:
-        return BOX_NO_PIXEL
-    return slice(first_row, end_row), slice(first_col, end_col)
+    slices = _centres_in(y_min, y_max, height), _centres_in(x_min, x_max, width)
+    return slices if _area(slices) else BOX_NO_PIXEL
 
 
-def _prepare(attn_map: ArrayLike, box: Box, image_size: ImageSize, sigma: float) -> _Prepared | str:
+_UNSEEN = -1.0  # the score of a pixel outside the view: below every heat value, which lie in [0, 1]
+View = tuple[float, float, float, float]
+
+
+def _prepare(attn_map: ArrayLike, box: Box, image_size: ImageSize, sigma: float,
+             view_box: Box | None) -> _Prepared | str:
     normalised = _patch_heat(attn_map, sigma)
     if isinstance(normalised, str):
         return normalised
@@ -349,31 +422,83 @@ def _prepare(attn_map: ArrayLike, box: Box, image_size: ImageSize, sigma: float)
     if isinstance(shape, str):
         return shape
     slices = _box_slices(box, shape)
-    return slices if isinstance(slices, str) else (normalised, shape, *slices)
+    if isinstance(slices, str):
+        return slices
+    view = _view(view_box, shape)
+    if isinstance(view, str):
+        return view
+    if not _area(_intersect(slices, view[1])):
+        return BOX_OUTSIDE_VIEW
+    return _Prepared(normalised, shape, view[0], slices, view[1])
+
+
+def _view(view_box: Box | None, shape: tuple[int, int]) -> tuple[View, tuple[slice, slice]] | str:
+    """The view rectangle and the rows and columns of the pixels whose centres it holds (default: all)."""
+    height, width = shape
+    if view_box is None:
+        return (0.0, 0.0, float(width), float(height)), (slice(0, height), slice(0, width))
+    try:
+        coords = np.asarray(view_box, dtype=float)
+    except (TypeError, ValueError):
+        return BAD_VIEW
+    if coords.shape != (4,) or not np.isfinite(coords).all():
+        return BAD_VIEW
+    x_min, y_min, x_max, y_max = (float(v) for v in coords)
+    rows, cols = _centres_in(y_min, y_max, height), _centres_in(x_min, x_max, width)
+    if not _area((rows, cols)):
+        return BAD_VIEW
+    return (x_min, y_min, x_max, y_max), (rows, cols)
+
+
+def _centres_in(low: float, high: float, length: int) -> slice:
+    """Pixels i of a side whose centre i + 0.5 lies in [low, high): from ceil(low - 0.5) to ceil(high - 0.5) - 1."""
+    first, end = (min(max(math.ceil(v - 0.5), 0), length) for v in (low, high))
+    return slice(first, max(first, end))
+
+
+def _intersect(a: tuple[slice, slice], b: tuple[slice, slice]) -> tuple[slice, slice]:
+    def overlap(x: slice, y: slice) -> slice:
+        start = max(x.start, y.start)
+        return slice(start, max(start, min(x.stop, y.stop)))
+
+    return overlap(a[0], b[0]), overlap(a[1], b[1])
+
+
+def _area(slices: tuple[slice, slice]) -> int:
+    return (slices[0].stop - slices[0].start) * (slices[1].stop - slices[1].start)
+
+
+def _overlap(hit: int, attended: int, box_area: int) -> dict[str, float]:
+    return {"iou": hit / (attended + box_area - hit), "precision": hit / attended, "recall": hit / box_area}
 
 
 @lru_cache(maxsize=64)
-def _bilinear_taps(n_out: int, n_in: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """For each output pixel: the two source indices and the weight of the second (half-pixel centres)."""
-    source = np.clip((np.arange(n_out) + 0.5) * (n_in / n_out) - 0.5, 0, n_in - 1)
+def _bilinear_taps(n_out: int, n_in: int, low: float, high: float) -> tuple[np.ndarray, ...]:
+    """For each output pixel: the two source indices and their weights (half-pixel centres), for a map covering
+    ``[low, high)`` of the side; pixels whose centres lie outside get weights 0."""
+    centres = np.arange(n_out) + 0.5
+    source = np.clip((centres - low) * (n_in / (high - low)) - 0.5, 0, n_in - 1)
     lower = np.floor(source).astype(np.intp)
-    taps = (lower, np.minimum(lower + 1, n_in - 1), source - lower)
+    inside = (centres >= low) & (centres < high)
+    weight = source - lower
+    taps = (lower, np.minimum(lower + 1, n_in - 1), (1 - weight) * inside, weight * inside)
     for array in taps:
         array.setflags(write=False)  # shared through the cache
     return taps
 
 
-def _upsample(patch_map: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+def _upsample(patch_map: np.ndarray, shape: tuple[int, int], view: View) -> np.ndarray:
     # Separable, columns then rows as torch does; gathers and in-place products, no per-pixel Python loop.
     # Elementwise, not a BLAS product: clamped edge pixels get weights exactly (1, 0), so they tie exactly.
     height, width = shape
-    col_lo, col_hi, col_w = _bilinear_taps(width, patch_map.shape[1])
-    row_lo, row_hi, row_w = _bilinear_taps(height, patch_map.shape[0])
-    columns = patch_map[:, col_lo] * (1 - col_w) + patch_map[:, col_hi] * col_w  # (Hp, W)
+    x_min, y_min, x_max, y_max = view
+    col_lo, col_hi, col_w_lo, col_w_hi = _bilinear_taps(width, patch_map.shape[1], x_min, x_max)
+    row_lo, row_hi, row_w_lo, row_w_hi = _bilinear_taps(height, patch_map.shape[0], y_min, y_max)
+    columns = patch_map[:, col_lo] * col_w_lo + patch_map[:, col_hi] * col_w_hi  # (Hp, W)
     heat = columns[row_lo]
-    heat *= (1 - row_w)[:, None]
+    heat *= row_w_lo[:, None]
     below = columns[row_hi]
-    below *= row_w[:, None]
+    below *= row_w_hi[:, None]
     heat += below
     return heat
 
@@ -428,7 +553,7 @@ def _support_map(attn_map: ArrayLike) -> np.ndarray | str:
 
 
 def _covariance(maps: Sequence[ArrayLike] | np.ndarray, image_size: ImageSize | None,
-                sigma: float) -> np.ndarray | str:
+                sigma: float, view_box: Box | None = None) -> np.ndarray | str:
     """K×K covariance over pixels of the maps (of their heat maps with ``image_size``), or why it is undefined."""
     _check_sigma(sigma)
     if len(maps) < 2:
@@ -436,6 +561,9 @@ def _covariance(maps: Sequence[ArrayLike] | np.ndarray, image_size: ImageSize | 
     shape = None if image_size is None else _image_shape(image_size)
     if isinstance(shape, str):
         return shape
+    view = None if shape is None else _view(view_box, shape)
+    if isinstance(view, str):
+        return view
     arrays: list[np.ndarray] = []
     for raw in maps:
         values = _finite_array(raw) if shape is None else _patch_heat(raw, sigma)
@@ -444,7 +572,7 @@ def _covariance(maps: Sequence[ArrayLike] | np.ndarray, image_size: ImageSize | 
         arrays.append(values)
     if shape is None and any(values.shape != arrays[0].shape for values in arrays):
         return SHAPE_MISMATCH
-    covariance = _array_covariance(arrays) if shape is None else _heat_covariance(arrays, shape)
+    covariance = _array_covariance(arrays) if view is None else _heat_covariance(arrays, view)
     if (np.diag(covariance) <= (_FLAT * max(np.abs(a).max() for a in arrays)) ** 2).any():
         return CONSTANT_MAP  # Pearson is undefined for a constant map
     return covariance
@@ -456,27 +584,28 @@ def _array_covariance(arrays: list[np.ndarray]) -> np.ndarray:
     return centred @ centred.T / rows.shape[1]
 
 
-def _heat_covariance(patches: list[np.ndarray], shape: tuple[int, int]) -> np.ndarray:
-    """Covariance of the bilinearly upsampled maps without upsampling them.
+def _heat_covariance(patches: list[np.ndarray], view: tuple[View, tuple[slice, slice]]) -> np.ndarray:
+    """Covariance over the seen pixels of the bilinearly upsampled maps, without upsampling them.
 
     Upsampling is linear and separable, U = Ry P Rxᵀ, so pixel sums are ΣU = (Ry1)ᵀ P (Rx1) and pixel inner
     products are ΣU_a·U_b = Σ (Ry_bᵀRy_a P_a Rx_aᵀRx_b) ⊙ P_b: patch-sized products instead of H·W pixels.
     """
-    rows = [_interpolation_matrix(shape[0], p.shape[0]) for p in patches]
-    cols = [_interpolation_matrix(shape[1], p.shape[1]) for p in patches]
+    (x_min, y_min, x_max, y_max), (seen_rows, seen_cols) = view
+    rows = [_interpolation_matrix(seen_rows, p.shape[0], y_min, y_max) for p in patches]
+    cols = [_interpolation_matrix(seen_cols, p.shape[1], x_min, x_max) for p in patches]
     sums = np.array([r.sum(axis=0) @ p @ c.sum(axis=0) for r, p, c in zip(rows, patches, cols, strict=True)])
     products = np.array([[np.sum((rows[b].T @ rows[a] @ patches[a] @ cols[a].T @ cols[b]) * patches[b])
                           for b in range(len(patches))] for a in range(len(patches))])
-    pixels = shape[0] * shape[1]
+    pixels = _area((seen_rows, seen_cols))
     return (products - np.outer(sums, sums) / pixels) / pixels
 
 
-def _interpolation_matrix(n_out: int, n_in: int) -> np.ndarray:
-    """The n_out×n_in matrix of :func:`_upsample` along one axis (two taps per output pixel)."""
-    lower, upper, weight = _bilinear_taps(n_out, n_in)
-    matrix = np.zeros((n_out, n_in))
-    np.add.at(matrix, (np.arange(n_out), lower), 1 - weight)
-    np.add.at(matrix, (np.arange(n_out), upper), weight)
+def _interpolation_matrix(seen: slice, n_in: int, low: float, high: float) -> np.ndarray:
+    """The matrix of :func:`_upsample` along one axis, rows for the ``seen`` output pixels (two taps each)."""
+    lower, upper, weight_lower, weight_upper = (tap[seen] for tap in _bilinear_taps(seen.stop, n_in, low, high))
+    matrix = np.zeros((len(lower), n_in))
+    np.add.at(matrix, (np.arange(len(lower)), lower), weight_lower)
+    np.add.at(matrix, (np.arange(len(lower)), upper), weight_upper)
     return matrix
 
 

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 import numpy as np
 from PIL import Image
 
-LAYER_SETS = ("shallow", "mid", "deep", "all")
+from pathbind.requests import LAYER_SETS
 
 
 @dataclass
@@ -19,7 +19,9 @@ class EntityAttention:
     on the patch grid ``grid_shape`` (neither smoothed nor normalised). ``per_layer`` maps each layer in
     ``layers`` to its per-token maps (tokens × Hp × Wp). ``inputs`` are the exact model inputs, so the map can
     be recomputed with eager attention; ``global_map`` is the whole-image view of a tiled layout (see
-    ``pathbind_models.hf.families``). A model without layers (the controls) has one map for every layer set.
+    ``pathbind_models.hf.families``). ``view_box`` is the rectangle of the original image the map covers,
+    ``(x_min, y_min, x_max, y_max)`` pixels, where the processor shows the model less than all of it (a centre
+    crop); None means the whole image. A model without layers (the controls) has one map for every layer set.
     """
 
     map: np.ndarray
@@ -30,6 +32,7 @@ class EntityAttention:
     per_layer: dict[int, np.ndarray] = field(default_factory=dict)
     inputs: dict[str, Any] = field(default_factory=dict)
     global_map: np.ndarray | None = None
+    view_box: tuple[float, float, float, float] | None = None
 
     def layer_set_map(self, name: str) -> tuple[np.ndarray, list[int]]:
         """The map over a named layer set (see :func:`layer_indices`) of the recorded layers, and those layers."""

@@ -1,4 +1,4 @@
-"""The model side of an occlusion request (``pathbind.occlusion_requests``): every perturbed image, scored in batches.
+"""The model side of an occlusion request (``pathbind.requests``): every perturbed image, scored in batches.
 
 An adapter answers occlusion requests when it has ``image_option_logprobs(images, text, options)``: the option
 log-probabilities (N × K) of ``text`` asked about each of an iterable of images, one image each. The HF adapter
@@ -13,15 +13,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from pathbind.occlusion_requests import (
-    CURVES,
-    OcclusionRequest,
-    OcclusionResponse,
-    curve_masks,
-    curve_orders,
-    fill_colour,
-    occlude,
-)
+from pathbind.perturbations import curve_masks, curve_orders, fill_colour, occlude
+from pathbind.requests import CURVES, Box, OcclusionRequest, OcclusionResponse
 from pathbind_metrics.faithfulness import resample_to_grid
 
 
@@ -29,7 +22,7 @@ def answer(adapter: Any, image: Image.Image, request: OcclusionRequest) -> Occlu
     """Scores of the original image, of no image, of each single-cell occlusion and of each curve step, plus the
     entity attention on the grid; attention and text-only failures are reported in the response, not raised."""
     grid, colour = request.grid, fill_colour(image, request.fill)
-    attention, native = _attention(adapter, image, request)
+    attention, native, view_box = _attention(adapter, image, request)
     # Curves ordered by attention mean nothing without an attention map: only the random ones are run then.
     names = [n for n in CURVES if isinstance(attention, np.ndarray) or n.endswith("random")]
     orders = curve_orders(attention if isinstance(attention, np.ndarray) else np.zeros((grid, grid)), request.seed)
@@ -43,7 +36,7 @@ def answer(adapter: Any, image: Image.Image, request: OcclusionRequest) -> Occlu
     curves: dict[str, np.ndarray | str] = {
         name: scores[1 + cells + i * points:1 + cells + (i + 1) * points] for i, name in enumerate(names)}
     return OcclusionResponse(original=scores[0], text_only=_text_only(adapter, request), patches=scores[1:1 + cells],
-                             attention=attention, attention_grid=native, curves=curves)
+                             attention=attention, attention_grid=native, curves=curves, view_box=view_box)
 
 
 def _single_cells(grid: int) -> Iterator[np.ndarray]:
@@ -53,12 +46,19 @@ def _single_cells(grid: int) -> Iterator[np.ndarray]:
         yield mask.reshape(grid, grid)
 
 
-def _attention(adapter: Any, image: Image.Image, request: OcclusionRequest) -> tuple[np.ndarray | str, tuple[int, int]]:
+def _attention(adapter: Any, image: Image.Image,
+               request: OcclusionRequest) -> tuple[np.ndarray | str, tuple[int, int], Box | None]:
+    """The entity attention on the occlusion grid (cells outside the model's view get none), its native grid and
+    the view box; the view box is None (the whole image) when the adapter has no attention."""
     try:
-        native = adapter.entity_attention(image, request.prompt, request.entity, layers="mid").map
-        return resample_to_grid(native, request.grid), (int(native.shape[0]), int(native.shape[1]))
+        attention = adapter.entity_attention(image, request.prompt, request.entity, layers="mid")
     except Exception as exc:  # scored without attention measures; the reason is counted by the task
-        return f"{type(exc).__name__}: {exc}", (0, 0)
+        return f"{type(exc).__name__}: {exc}", (0, 0), None
+    native, view_box = attention.map, attention.view_box
+    width, height = image.size
+    fractions = (0.0, 0.0, 1.0, 1.0) if view_box is None else (view_box[0] / width, view_box[1] / height,
+                                                                view_box[2] / width, view_box[3] / height)
+    return resample_to_grid(native, request.grid, fractions), (int(native.shape[0]), int(native.shape[1])), view_box
 
 
 def _text_only(adapter: Any, request: OcclusionRequest) -> np.ndarray | str:

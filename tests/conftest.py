@@ -87,3 +87,22 @@ def tiny_model(tmp_path_factory):
         return built[family]
 
     return build
+
+
+@pytest.fixture(scope="session")
+def realtok_model(tmp_path_factory):
+    """Factory ``realtok_model(name) -> Path``: a tiny random model carrying ``name``'s real tokenizer, processor and
+    chat template (``tests/realtok.py``), built once per session."""
+    from realtok import available, make_realtok_model
+
+    if not available():
+        pytest.skip("the real checkpoint files (../shared/realtok) are not beside this checkout")
+    root = tmp_path_factory.mktemp("realtok_models")
+    built: dict[str, Path] = {}
+
+    def build(name: str) -> Path:
+        if name not in built:
+            built[name] = make_realtok_model(name, root / name)
+        return built[name]
+
+    return build

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pathbind.occlusion_requests import OcclusionRequest, OcclusionResponse, curve_masks, occlude
+from pathbind.perturbations import curve_masks, occlude
+
 from pathbind_metrics import faithfulness as fm
 from pathbind_metrics import faithfulness_aggregations as fa
 
@@ -81,17 +82,6 @@ def test_a_model_ignoring_the_image_has_zero_causal_l1_and_nan_causal_amim():
     assert record["causal_l1"] == 0.0 and math.isnan(record["causal_amim"])
     assert record["lost"]["causal_amim"] == fa.NO_CAUSAL_SIGNAL and record["text_agreement"] == 1.0
     assert fa.verdict([record] * 5)["image"] == "does not use the image"
-
-
-def test_request_and_response_round_trip_exactly():
-    request = OcclusionRequest("Is there fat in this image?", ("Yes", "No"), 0, "fat", grid=4, fill="grey")
-    assert OcclusionRequest.decode("system\n" + request.encode()) == request
-    scores = np.random.default_rng(0).normal(size=(16, 2))
-    response = OcclusionResponse(scores[0], "no text", scores, np.eye(4), (8, 8), {"deletion/random": scores[:3]})
-    decoded = OcclusionResponse.decode(response.encode())
-    assert np.array_equal(decoded.patches, scores) and decoded.text_only == "no text"
-    with pytest.raises(ValueError, match="fill 'black'"):
-        OcclusionRequest("q", ("Yes", "No"), 0, "e", fill="black")
 
 
 def test_occlusion_and_curve_masks():

@@ -11,33 +11,10 @@ import pytest
 from conftest import BIN, lmms_eval, metric, run
 from PIL import Image
 
-from pathbind.attention_maps import AttentionRequest, AttentionResponse, Query
+from pathbind.requests import AttentionResponse
 from pathbind_metrics import grounding
 from pathbind_metrics import grounding_aggregations as ga
 from pathbind_tasks.common.grounding import draw_alternatives, process_results
-
-
-def test_requests_and_responses_round_trip():
-    request = AttentionRequest((Query("Look at the image and locate: a gland", "a gland"),), ("mid", "deep"))
-    assert AttentionRequest.decode("system prompt\n" + request.encode()) == request
-    assert AttentionRequest.decode("What organ is this?") is None
-    maps = np.random.default_rng(0).random((2, 7, 5)) * 1e-3
-    response = AttentionResponse((7, 5), {"mid": [2, 3]}, [{"mid": maps[0], "deep": maps[1]}, "entity not found"])
-    decoded = AttentionResponse.decode(response.encode())
-    assert decoded.grid == (7, 5) and decoded.layers == {"mid": [2, 3]} and decoded.maps[1] == "entity not found"
-    assert np.allclose(decoded.maps[0]["mid"], maps[0], rtol=1e-3, atol=0)  # float16 of map / max
-
-
-@pytest.mark.parametrize("text, match", [("[pathbind:attention] {not json", "malformed attention request"),
-                                         ('[pathbind:attention] {"queries": []}', "no queries")])
-def test_malformed_requests_are_named(text, match):
-    with pytest.raises(ValueError, match=match):
-        AttentionRequest.decode(text)
-
-
-def test_a_model_answering_in_words_is_not_a_response():
-    with pytest.raises(ValueError, match=r"not an attention response.*The nuclei are"):
-        AttentionResponse.decode("The nuclei are in the upper left.")
 
 
 def test_alternatives_are_other_expressions_of_the_same_split_and_never_change():

@@ -20,7 +20,7 @@ import numpy as np
 from PIL import Image
 
 from pathbind import render_template
-from pathbind.occlusion_requests import OcclusionRequest, OcclusionResponse
+from pathbind.requests import OcclusionRequest, OcclusionResponse
 from pathbind_metrics import faithfulness_aggregations as fa
 from pathbind_tasks.common.conditions import with_readable_images
 from pathbind_tasks.common.failures import response_scorer
@@ -61,7 +61,7 @@ def item_seed(doc_id: Any) -> int:
 
 
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
-    """An occlusion request (``pathbind.occlusion_requests``) for the item's presence question."""
+    """An occlusion request (``pathbind.requests``) for the item's presence question."""
     options = lmms_eval_specific_kwargs or {}
     prompt = render_template("yesno", question=question(doc["expression"]), thinking=False)
     return OcclusionRequest(prompt, OPTIONS, REFERENCE, entity=doc["expression"].strip().rstrip("."),
@@ -74,7 +74,7 @@ def _score(doc: dict[str, Any], text: str) -> dict[str, Any]:
     return fa.item_record(_scores(response.original, "original"), _scores(response.patches, "patches"),
                           response.attention, response.text_only, response.curves, reference=REFERENCE,
                           box=[float(v) for v in doc["bbox"]], image_size=(int(doc["width"]), int(doc["height"])),
-                          seed=item_seed(doc["id"]))
+                          seed=item_seed(doc["id"]), view_box=response.view_box)
 
 
 process_results = response_scorer("faithfulness", METRICS, {"group": "subgroup"}, _score, fa.lost_record)

@@ -15,7 +15,7 @@ import numpy as np
 from PIL import Image
 
 from pathbind import render_template
-from pathbind.attention_maps import AttentionRequest, AttentionResponse, Query
+from pathbind.requests import LAYER_SETS, AttentionRequest, AttentionResponse, Query
 from pathbind_metrics import grounding_aggregations as ga
 from pathbind_tasks.common.conditions import with_readable_images
 from pathbind_tasks.common.failures import response_scorer
@@ -24,7 +24,6 @@ from pathbind_tasks.sources.raw import require
 
 ALTERNATIVES_SEED = 0
 N_ALTERNATIVES = 2  # K = 3 queries per image: the true expression and two others
-LAYER_SETS = ("shallow", "mid", "deep", "all")
 COLUMNS = ("id", "image", "expression", "bbox", "width", "height", "split")
 METRICS = (*ga.HEADLINE, "attn_ci", "q_sweep", "layer_sweep", "lost_items")
 
@@ -58,7 +57,7 @@ def doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
 
 
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
-    """An attention request (see ``pathbind.attention_maps``) for the true expression and its alternatives."""
+    """An attention request (see ``pathbind.requests``) for the true expression and its alternatives."""
     template = (lmms_eval_specific_kwargs or {}).get("template", "locate")
     entities = [doc["expression"], *doc["alternatives"]]
     queries = tuple(Query(render_template(template, entity=entity), entity) for entity in entities)
@@ -66,8 +65,9 @@ def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] |
 
 
 def _score(doc: dict[str, Any], response: str) -> dict[str, Any]:
-    maps = AttentionResponse.decode(response).maps
-    return ga.item_record(maps, list(doc["bbox"]), (int(doc["width"]), int(doc["height"])))
+    decoded = AttentionResponse.decode(response)
+    return ga.item_record(decoded.maps, list(doc["bbox"]), (int(doc["width"]), int(doc["height"])),
+                          view_box=decoded.view_box)
 
 
 process_results = response_scorer("grounding", METRICS, {"split": "split"}, _score,

@@ -11,8 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from pathbind.attention_maps import AttentionResponse
-from pathbind_metrics.grounding import heat_map
+from pathbind.requests import AttentionResponse
+from pathbind_metrics.grounding import heat_map, view_pixels
 from pathbind_metrics.grounding_aggregations import Q_DEFAULT
 from pathbind_tasks.report.document import Figure, Note, Section
 from pathbind_tasks.report.figures import new_figure, save
@@ -33,6 +33,7 @@ class ItemMap:
     attn_map: np.ndarray | None
     iou: float
     problem: str = ""
+    view_box: tuple[float, float, float, float] | None = None  # what the model saw; None: the whole image
 
 
 def overlay_section(runs: list[Run], out: Path, n_items: int) -> Section:
@@ -87,12 +88,13 @@ def _item_maps(logged: list[dict[str, Any]]) -> dict[int, ItemMap]:
 def _first_map(response: Any, iou: float) -> ItemMap:
     text = response[0] if isinstance(response, list) and response else response
     try:
-        first = AttentionResponse.decode(str(text)).maps[0]
+        response = AttentionResponse.decode(str(text))
+        first = response.maps[0]
     except (ValueError, IndexError) as exc:
         return ItemMap(None, iou, str(exc))
     if isinstance(first, str) or "mid" not in first:
         return ItemMap(None, iou, first if isinstance(first, str) else "no middle-layer map")
-    return ItemMap(first["mid"], iou)
+    return ItemMap(first["mid"], iou, view_box=response.view_box)
 
 
 def choose_items(logged: dict[str, dict[int, ItemMap]], n_items: int) -> dict[str, list[int]]:
@@ -164,20 +166,33 @@ def _panel(ax: Any, doc: dict[str, Any], item: ItemMap | None, model: str) -> No
     title = f"{model}\nnot in this run" if item is None else f"{model}\nIoU {_iou_text(item.iou)}"
     if item is not None and item.attn_map is not None:
         try:
-            heat = heat_map(item.attn_map, (width, height))
+            heat = heat_map(item.attn_map, (width, height), view_box=item.view_box)
         except ValueError as exc:  # e.g. a uniform map: nothing to draw, say why
             title = f"{model}\nno heat map: {_wrap(str(exc).split(': ', 1)[-1], 30)}"
         else:
-            ax.imshow(heat, cmap="jet", alpha=0.45, extent=(0, width, height, 0), vmin=0, vmax=1)
-            # The paper's quantile threshold; the metric's tie-aware mask differs from it by at most one pixel.
-            ax.contour(np.arange(width) + 0.5, np.arange(height) + 0.5, heat >= np.quantile(heat, 1 - Q_DEFAULT),
-                       levels=[0.5], colors="white", linewidths=1.2)
+            _heat(ax, heat, item.view_box)
     elif item is not None:
         title = f"{model}\nno map: {_wrap(item.problem, 30)}"
     _box(ax, doc.get("bbox"))
     ax.set_xlim(0, width)
     ax.set_ylim(height, 0)
     ax.set_title(title, fontsize=8)
+
+
+def _heat(ax: Any, heat: np.ndarray, view_box: Sequence[float] | None) -> None:
+    """The heat map, its top-q contour over the pixels the model saw, and the rectangle it saw when not all."""
+    from matplotlib.patches import Rectangle
+
+    height, width = heat.shape
+    ax.imshow(heat, cmap="jet", alpha=0.45, extent=(0, width, height, 0), vmin=0, vmax=1)
+    # The paper's quantile threshold; the metric's tie-aware mask differs from it by at most one pixel.
+    threshold = np.quantile(heat[view_pixels((width, height), view_box)], 1 - Q_DEFAULT)
+    ax.contour(np.arange(width) + 0.5, np.arange(height) + 0.5, heat >= threshold, levels=[0.5], colors="white",
+               linewidths=1.2)
+    if view_box is not None and list(view_box) != [0, 0, width, height]:
+        x_min, y_min, x_max, y_max = view_box
+        ax.add_patch(Rectangle((x_min, y_min), x_max - x_min, y_max - y_min, fill=False, edgecolor="white",
+                               linestyle="--", linewidth=1.0))
 
 
 def _box(ax: Any, bbox: Any) -> None:
