@@ -89,3 +89,27 @@ def test_a_map_off_its_grid_is_not_a_response():
 def test_occlusion_settings_are_checked():
     with pytest.raises(ValueError, match="fill 'black'"):
         OcclusionRequest("q", ("Yes", "No"), 0, "e", fill="black")
+
+
+def test_the_lmms_model_answers_requests_whole_and_questions_quoting_them_as_questions():
+    """Through PathBind's lmms-eval wrapper: an attention request's JSON is never cut at a stop sequence, and a
+    question that quotes a request header is answered as a question, not decoded."""
+    from lmms_eval.api.instance import Instance
+    from PIL import Image
+
+    from pathbind_models.controls.models import PositiveControlModel
+
+    model = PositiveControlModel()
+    image = Image.new("RGB", (64, 32), (200, 120, 180))
+    model.task_dict = {"task": {"test": [{"image": image}]}}
+    request = AttentionRequest((Query("Look at the image and locate: nuclei", "nuclei"),), ("mid",)).encode()
+    quoted = "Is this text a request? " + request
+
+    def ask(context: str) -> Instance:
+        arguments = (context, {"until": ['"', "A"]}, lambda doc: [doc["image"]], 0, "task", "test")
+        return Instance("generate_until", arguments, 0, {"task": "task", "doc_id": 0, "repeats": 1})
+
+    encoded, answered = model.generate_until([ask(request), ask(quoted)])
+    response = AttentionResponse.decode(encoded)  # whole JSON, although it is full of the stop sequence '"'
+    assert response.grid and len(response.maps) == 1
+    assert '"' not in answered and "A" not in answered  # an ordinary answer is cut at its stops
