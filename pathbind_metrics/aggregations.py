@@ -1,7 +1,8 @@
 """Aggregations over per-document score records, as lmms-eval hands them to a task's metric_list.
 
-A record is ``{"id": str, "condition": str, "correct": bool, "valid": bool, "dimension": str | None}``;
-the list holds every document of every rank, in no particular order, so items are paired by id.
+A record is ``{"id": str, "condition": str, "correct": bool, "valid": bool, "dimension": str | None}``, plus
+the ``task`` that scored it where known; the list holds every document of every rank, in no particular order,
+so items are paired by id. A condition with items missing is logged by its ``acc_<condition>`` metric.
 """
 
 from __future__ import annotations
@@ -9,6 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
+
+from loguru import logger
 
 from pathbind_metrics.vqa import accuracy, multimodal_gain, paired_bootstrap_ci
 
@@ -31,8 +34,42 @@ def _paired(records: Records, dimension: str | None = None) -> tuple[list[bool],
 
 
 def condition_accuracy(records: Records, condition: str = "image") -> float:
-    """Accuracy (%) of the records answered under ``condition``."""
-    return accuracy(list(_correct_by_id(records, condition).values()))
+    """Accuracy (%) of the records answered under ``condition``, with a warning for its unpaired items."""
+    answered = _correct_by_id(records, condition)
+    problem = unpaired(records, condition)
+    if problem:
+        logger.warning(problem)
+    return accuracy(list(answered.values()))
+
+
+UNPAIRED_CAUSES = "data without the condition, or a --limit that is not a multiple of the task's number of conditions"
+
+
+def _metrics_of(condition: str) -> str:
+    return "acc_text and mg" if condition == "text" else f"acc_{condition} and drop_{condition}"
+
+
+def unpaired(records: Records, condition: str) -> str:
+    """Why ``condition`` is not answered for every item answered with the image, or "" when it is.
+
+    An evaluation cut short (a ``--limit`` that is not a multiple of a task's number of conditions) or data
+    without the condition leaves items unpaired; with none paired, the condition's metrics are NaN.
+    """
+    tasks = sorted({str(r["task"]) for r in records if r.get("task")})
+    where = f"task {', '.join(tasks) if tasks else 'unknown'}, condition {condition}"
+    answered = _correct_by_id(records, condition).keys()
+    image = _correct_by_id(records, "image").keys()
+    if condition == "image":
+        return f"{where}: no item was answered with the image, so acc_image is NaN" if records and not image else ""
+    paired, missing = len(image & answered), len(image - answered)
+    if not image or not missing:
+        return ""
+    if not paired:
+        return (f"{where}: no answer under {condition} for any of the {len(image)} items answered with the image, "
+                f"so {_metrics_of(condition)} are NaN ({UNPAIRED_CAUSES})")
+    return (f"{where}: {missing} of the {len(image)} items answered with the image have no answer under "
+            f"{condition}; {_metrics_of(condition)} cover only the {paired} items answered under both "
+            f"({UNPAIRED_CAUSES})")
 
 
 def accuracy_drop(records: Records, condition: str) -> float:

@@ -65,3 +65,52 @@ def test_empty_input_gives_nan_not_an_exception():
     """No records at all: every scalar aggregation returns NaN."""
     for name in ("acc_image", "acc_text", "mg", "invalid_rate", "drop_blur_8"):
         assert math.isnan(named_aggregations()[name]([])), name
+
+
+@pytest.fixture
+def logged_warnings():
+    """The warning lines loguru emits while the test runs."""
+    from loguru import logger
+
+    lines: list[str] = []
+    sink = logger.add(lambda message: lines.append(message.record["message"]), level="WARNING")
+    yield lines
+    logger.remove(sink)
+
+
+def test_a_condition_without_paired_items_is_nan_with_a_warning_naming_task_and_condition(logged_warnings):
+    """--limit 1 on a VQA task: one image answer, no text answer; acc_text and mg are NaN, said in one line."""
+    records = [{**record("a", "image", True), "task": "pathbind_demo_vqa"}]
+    assert math.isnan(named_aggregations()["acc_text"](records)) and math.isnan(named_aggregations()["mg"](records))
+    assert len(logged_warnings) == 1
+    assert logged_warnings[0].startswith("task pathbind_demo_vqa, condition text: no answer under text for any of the "
+                                         "1 items answered with the image")
+    assert "acc_text and mg are NaN" in logged_warnings[0]
+
+
+def test_each_unpaired_ablation_condition_gets_its_own_warning(logged_warnings):
+    """Half an ablation item (image, blank answered): blank is complete, blur_2 is named; the image is silent."""
+    records = [{**record("a", c, True), "task": "pathbind_demo_vqa_ablation"} for c in ("image", "blank")]
+    aggregations = named_aggregations()
+    assert aggregations["acc_image"](records) == 100.0 and aggregations["acc_blank"](records) == 100.0
+    assert logged_warnings == []
+    assert math.isnan(aggregations["acc_blur_2"](records)) and math.isnan(aggregations["drop_blur_2"](records))
+    assert len(logged_warnings) == 1 and "task pathbind_demo_vqa_ablation, condition blur_2:" in logged_warnings[0]
+    assert "acc_blur_2 and drop_blur_2 are NaN" in logged_warnings[0]
+
+
+def test_items_cut_short_are_counted_in_the_warning_and_left_out_of_the_gain(logged_warnings):
+    """Two items with the image, one also without: MG is over the paired item, and the warning says 1 of 2."""
+    records = [record("a", "image", True), record("a", "text", False), record("b", "image", False)]
+    assert named_aggregations()["acc_text"](records) == 0.0 and named_aggregations()["mg"](records) == 100.0
+    assert logged_warnings == ["task unknown, condition text: 1 of the 2 items answered with the image have no answer "
+                        "under text; acc_text and mg cover only the 1 items answered under both (data without the "
+                        "condition, or a --limit that is not a multiple of the task's number of conditions)"]
+
+
+def test_complete_items_log_nothing(logged_warnings):
+    """Every item answered under every condition: no warning."""
+    records = [record(str(i), c, True) for i in range(3) for c in ("image", "text")]
+    for name in ("acc_image", "acc_text", "mg"):
+        named_aggregations()[name](records)
+    assert logged_warnings == []

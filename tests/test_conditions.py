@@ -7,7 +7,14 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from pathbind_tasks.common.conditions import ABLATIONS, swap_partners, visual_for, with_conditions
+from pathbind_tasks.common.conditions import (
+    ABLATIONS,
+    WITH_AND_WITHOUT_IMAGE,
+    subset_keys,
+    swap_partners,
+    visual_for,
+    with_conditions,
+)
 
 
 def tiles(n_per_key: int = 3, keys: tuple[str, ...] = ("D1", "D2")) -> datasets.Dataset:
@@ -47,6 +54,32 @@ def test_ablation_docs_carry_the_swapped_image_and_its_origin():
         assert (doc["image_from"][:2] == doc["dimension"]) == (doc["condition"] == "swap_same")
 
 
+@pytest.mark.parametrize("conditions", [WITH_AND_WITHOUT_IMAGE, ABLATIONS, ("image",)])
+def test_documents_run_item_by_item_so_any_prefix_holds_whole_items(conditions):
+    """Every condition of item 1 (in the given order), then of item 2...: the first k * len(conditions)
+    documents, what ``--limit`` keeps, are k whole items."""
+    raw = tiles()
+    docs = with_conditions(conditions)(raw)
+    assert docs["id"] == [item for item in raw["id"] for _ in conditions]
+    assert docs["condition"] == list(conditions) * len(raw)
+
+
+def test_swaps_are_drawn_over_the_whole_dataset_whatever_the_order():
+    """Each swap copy shows the partner that swap_partners draws over all items (as before the reordering),
+    so the first item of a limited run sees the same replacement image as in a full run."""
+    raw = tiles(n_per_key=4, keys=("D1", "D2", "D3"))
+    docs = with_conditions(ABLATIONS)(raw)
+    ids, keys = raw["id"], subset_keys(raw)
+    for condition in ("swap_same", "swap_cross"):
+        expected = [ids[p] for p in swap_partners(keys, same=condition == "swap_same")]
+        swapped = [d for d in docs if d["condition"] == condition]
+        assert [d["image_from"] for d in swapped] == expected
+        pixels = {i: image.getpixel((0, 0)) for i, image in zip(ids, raw["image"], strict=True)}
+        assert [d["image"].getpixel((0, 0)) for d in swapped] == [pixels[i] for i in expected]
+    # The first item's documents, as the condition-by-condition order of earlier releases drew them.
+    assert docs["image_from"][: len(ABLATIONS)] == ["D1-0", "D1-0", "D1-2", "D2-3", "D1-0", "D1-0", "D1-0", "D1-0"]
+
+
 def test_blank_and_blur_are_applied_when_the_model_asks_for_the_visual():
     """blank is white at the original size; blur_8 smooths an edge; text has no visual."""
     image = Image.new("RGB", (40, 20), (0, 0, 0))
@@ -80,4 +113,5 @@ def test_an_unreadable_image_becomes_an_invalid_item_not_a_crash():
     mcq = {"options": ["x", "y"], "answer": "A", "question": "?"}
     scored = process_mcq_results({**bad_image, **mcq}, ["<answer>A</answer>"])["acc_image"]
     assert not scored["valid"] and scored["reason"] == bad_image["image_error"]
+    assert scored["task"] is None  # named only when an lmms-eval task calls process_results
     assert process_mcq_results({**bad_text, **mcq}, ["<answer>A</answer>"])["acc_text"]["correct"]

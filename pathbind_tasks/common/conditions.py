@@ -26,7 +26,12 @@ Converter = Callable[[datasets.Dataset], datasets.Dataset]
 
 def with_conditions(conditions: Sequence[str], convert: Converter | None = None) -> Converter:
     """A ``process_docs`` function: ``convert`` the raw rows to the task schema, then repeat every
-    document once per condition (in that order), tagged in a ``condition`` column."""
+    document once per condition, tagged in a ``condition`` column.
+
+    Documents run item by item (every condition of the first item, in the given order, then of the second...),
+    because lmms-eval's ``--limit N`` keeps the first N documents: a limit then cuts whole items, never a whole
+    condition. Swap partners are drawn over the full dataset first, so a limit does not change them.
+    """
     unknown = [c for c in conditions if c not in (*ABLATIONS, "text")]
     if unknown:
         raise ValueError(f"unknown condition(s) {unknown}; known: text, {', '.join(ABLATIONS)}")
@@ -34,9 +39,19 @@ def with_conditions(conditions: Sequence[str], convert: Converter | None = None)
     def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
         docs = with_readable_images(convert(dataset) if convert else dataset)
         parts = [_condition(docs, condition) for condition in conditions]
-        return datasets.concatenate_datasets(parts)
+        return item_by_item(datasets.concatenate_datasets(parts), len(docs))
 
     return process_docs
+
+
+def item_by_item(blocks: datasets.Dataset, n_items: int) -> datasets.Dataset:
+    """Reorder condition blocks (all items under condition 1, then 2, ...) to all conditions of item 1, then 2, ...
+
+    ``select`` keeps an index mapping instead of copying the rows, so the images are not rewritten.
+    """
+    n_conditions = len(blocks) // n_items if n_items else 0
+    order = [condition * n_items + item for item in range(n_items) for condition in range(n_conditions)]
+    return blocks.select(order)
 
 
 def with_readable_images(docs: datasets.Dataset) -> datasets.Dataset:

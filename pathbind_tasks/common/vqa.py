@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from types import FrameType
 from typing import Any
 
 from loguru import logger
@@ -54,6 +56,24 @@ def _judge_yes_no(doc: dict[str, Any], text: str) -> tuple[str | None, str]:
 Judge = Callable[[dict[str, Any], str], tuple[str | None, str]]
 
 
+def calling_task(max_depth: int = 8) -> str | None:
+    """The name of the lmms-eval task whose ``process_results`` called us, or None outside lmms-eval.
+
+    lmms-eval passes a task's process_results only the document and the answers; the task is the ``self`` of
+    its caller, ``ConfigurableTask.process_results``. Aggregations receive only the records, so the record
+    carries the name, for warnings that must say which task lacks a condition.
+    """
+    frame: FrameType | None = sys._getframe(1).f_back  # the caller of the process_results that called us
+    for _ in range(max_depth):
+        if frame is None:
+            return None
+        owner: Any = frame.f_locals.get("self")
+        if type(owner).__module__.startswith("lmms_eval") and isinstance(getattr(owner, "task_name", None), str):
+            return owner.task_name
+        frame = frame.f_back
+    return None
+
+
 def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], list[str]], dict[str, Any]]:
     """A ``process_results`` that scores one answer into a record emitted under each of ``metrics``.
 
@@ -62,7 +82,8 @@ def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], 
     """
 
     def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
-        record: dict[str, Any] = {"id": str(doc.get("id")), "condition": doc.get("condition", "image"),
+        record: dict[str, Any] = {"task": calling_task(), "id": str(doc.get("id")),
+                                  "condition": doc.get("condition", "image"),
                                   "dimension": doc.get("dimension"), "source": doc.get("source"),
                                   "image_from": doc.get("image_from")}
         try:
