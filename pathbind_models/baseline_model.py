@@ -2,7 +2,7 @@
 
 ``--model_args strategy=random`` (default) or ``strategy=frequent``, ``seed=<int>``. It reads each item and
 its task's whole test split (never the image) and answers as :mod:`pathbind_models.baseline` describes,
-with boxes in the coordinate convention the prompts ask for.
+with boxes in each item's ``box_frame``, the frame its prompt asks for.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import torch
 from lmms_eval.api.instance import Instance
 from lmms_eval.api.model import lmms
 
-from pathbind.runtime import box_convention
 from pathbind_models.baseline import STRATEGIES, TaskStats, baseline_answer, task_stats
 
 
@@ -44,12 +43,13 @@ class BaselineModel(lmms):
         return self._docs[task, split]
 
     def generate_until(self, requests: list[Instance]) -> list[str]:
-        convention = box_convention()
         answers = []
         for request in requests:
             _, _, _, doc_id, task, split = request.args
             docs, stats = self._task(task, split)
-            answers.append(baseline_answer(docs[doc_id], stats, self.strategy, seed=self.seed, convention=convention))
+            doc = docs[doc_id]
+            frame = {"convention": doc["box_frame"]} if doc.get("box_frame") else {}  # items without boxes have none
+            answers.append(baseline_answer(doc, stats, self.strategy, seed=self.seed, **frame))
         return answers
 
     def loglikelihood(self, requests: list[Instance]) -> list[tuple[float, bool]]:

@@ -14,9 +14,7 @@ from loguru import logger
 from PIL import Image
 from tqdm import tqdm
 
-from pathbind.attention_maps import AttentionRequest, AttentionResponse
-from pathbind.occlusion_requests import OcclusionRequest
-from pathbind.runtime import set_box_convention
+from pathbind.requests import AttentionRequest, AttentionResponse, OcclusionRequest, decode_request
 from pathbind_models import occlusion
 from pathbind_models.adapter import Adapter
 
@@ -41,7 +39,6 @@ class AdapterModel(lmms):
         self.batch_size = int(batch_size)
         self._device = torch.device(device)
         self.adapter: Adapter = self.make_adapter(**adapter_kwargs)
-        set_box_convention(getattr(self.adapter, "box_convention", None))  # how its answers give boxes
 
     def make_adapter(self, **adapter_kwargs: Any) -> Adapter:
         """The adapter, built from the ``--model_args`` that lmms-eval does not consume itself."""
@@ -52,30 +49,29 @@ class AdapterModel(lmms):
         return self._device
 
     def generate_until(self, requests: list[Instance]) -> list[str]:
-        """Answers in request order. Requests carrying an attention request (``pathbind.attention_maps``) get
-        encoded maps, occlusion requests (``pathbind.occlusion_requests``) encoded scores; the others are answered
-        in batches of ``batch_size`` (same image count and settings)."""
+        """Answers in request order. Contexts that are requests (``pathbind.requests``) get encoded answers, exempt
+        from the stop sequences; the others are answered in batches of ``batch_size`` (same image count and
+        settings) and cut at their stop sequences."""
         outputs: dict[int, str] = {}
+        encoded: set[int] = set()
         pending: list[Pending] = []
         for index, request in enumerate(tqdm(requests, desc=f"{type(self).__name__} generate", disable=self.rank != 0)):
             ctx, gen_kwargs, doc_to_visual, doc_id, task, split = request.args
             gen_kwargs = dict(gen_kwargs or {})
             with _answer_or_blank(outputs, index, task, doc_id):
                 images = to_images(doc_to_visual(self.task_dict[task][split][doc_id]))
-                attention = AttentionRequest.decode(ctx)
-                if attention is not None:
-                    outputs[index] = self._attention_maps(images, attention)
-                    continue
-                occluded = OcclusionRequest.decode(ctx)
-                if occluded is not None:
-                    outputs[index] = self._occlusion_scores(images, occluded)
+                coded = decode_request(ctx)
+                if coded is not None:
+                    encoded.add(index)
+                    outputs[index] = self._answer_request(images, coded)
                     continue
                 pending.append((index, images, ctx, gen_kwargs))
                 if len(pending) == self.batch_size:
                     self._answer(pending, outputs, requests)
                     pending = []
         self._answer(pending, outputs, requests)
-        return [cut_at_stops(outputs[i], (r.args[1] or {}).get("until")) for i, r in enumerate(requests)]
+        return [outputs[i] if i in encoded else cut_at_stops(outputs[i], (r.args[1] or {}).get("until"))
+                for i, r in enumerate(requests)]
 
     def _answer(self, pending: list[Pending], outputs: dict[int, str],
                 requests: list[Instance]) -> None:
@@ -103,14 +99,19 @@ class AdapterModel(lmms):
             return list(batch([(images, text) for _, images, text, _ in group], **gen_kwargs))
         return [self.adapter.generate(images, text, **gen_kwargs) for _, images, text, _ in group]
 
-    def _attention_maps(self, images: list[Image.Image], request: AttentionRequest) -> str:
-        """Each query's maps over the requested layer sets; a query that fails carries its reason."""
+    def _answer_request(self, images: list[Image.Image], request: AttentionRequest | OcclusionRequest) -> str:
         if len(images) != 1:
-            raise ValueError(f"an attention request needs exactly one image, got {len(images)}")
+            raise ValueError(f"a {type(request).__name__} needs exactly one image, got {len(images)}")
+        if isinstance(request, AttentionRequest):
+            return self._attention_maps(images[0], request)
+        return occlusion.answer(self.adapter, images[0], request).encode()
+
+    def _attention_maps(self, image: Image.Image, request: AttentionRequest) -> str:
+        """Each query's maps over the requested layer sets; a query that fails carries its reason."""
         response = AttentionResponse(grid=(0, 0))
         for query in request.queries:
             try:
-                attention = self.adapter.entity_attention(images[0], query.prompt, query.entity, layers="all")
+                attention = self.adapter.entity_attention(image, query.prompt, query.entity, layers="all")
             except Exception as exc:
                 response.maps.append(f"{type(exc).__name__}: {exc}")
                 continue
@@ -118,13 +119,9 @@ class AdapterModel(lmms):
             for name in request.layers:
                 maps[name], response.layers[name] = attention.layer_set_map(name)
             response.grid = tuple(attention.map.shape)  # type: ignore[assignment]
+            response.view_box = attention.view_box
             response.maps.append(maps)
         return response.encode()
-
-    def _occlusion_scores(self, images: list[Image.Image], request: OcclusionRequest) -> str:
-        if len(images) != 1:
-            raise ValueError(f"an occlusion request needs exactly one image, got {len(images)}")
-        return occlusion.answer(self.adapter, images[0], request).encode()
 
     def loglikelihood(self, requests: list[Instance]) -> list[tuple[float, bool]]:
         results = []

@@ -9,7 +9,6 @@ import datasets
 import numpy as np
 import pytest
 
-from pathbind import runtime
 from pathbind.catalog import read_task_yaml
 from pathbind_metrics.refusal import is_refusal
 from pathbind_models.baseline import baseline_answer, task_stats
@@ -30,8 +29,7 @@ def _function(dotted: str):
 
 @pytest.fixture(scope="module")
 def demo() -> dict[str, tuple[list[dict], list[str], object]]:
-    """Per demo task, as its YAML wires it: documents, prompts (pixel convention) and its process_results."""
-    runtime.set_box_convention(None)
+    """Per demo task, as its YAML wires it: documents, prompts (boxes in pixels) and its process_results."""
     tasks = {}
     for task in TASKS:
         config = read_task_yaml(DEMO / f"pathview_demo_{task}.yaml")
@@ -82,21 +80,27 @@ def test_blind_control_answers_everything_and_refuses_nothing(demo, task):
     assert (aggregations.srr if task.endswith("trap") else aggregations.false_refusal_rate)(records) == 0
 
 
-def test_positive_control_boxes_follow_its_declared_convention(demo):
-    """Declaring per_mille changes the control's numbers, not its Dice: the task reads them back the same way."""
+def test_positive_control_boxes_follow_the_frame_the_prompt_asks(demo):
+    """The same item asked in thousandths gets other numbers, the same pixel boxes and the same Dice."""
     docs, prompts, process = demo["slide_lgd"]
     doc, prompt = docs[0], prompts[0]
+    per_mille_doc = {**doc, "box_frame": "per_mille"}  # as the task pathview_demo_slide_lgd_per_mille writes it
     pixel_answer = PositiveControl().generate([doc["image"]], prompt)
-    runtime.set_box_convention("per_mille")
-    try:
-        control = PositiveControl(box_convention="per_mille")
-        per_mille_answer = control.generate([doc["image"]], doc_to_text(doc, {"template": "pathview_box"}))
-        per_mille = next(iter(process({k: v for k, v in doc.items() if k != "image"}, [per_mille_answer]).values()))
-    finally:
-        runtime.set_box_convention(None)
-    pixel = next(iter(process({k: v for k, v in doc.items() if k != "image"}, [pixel_answer]).values()))
-    assert pixel_answer != per_mille_answer
+    per_mille_prompt = doc_to_text(per_mille_doc, {"template": "pathview_box"})
+    per_mille_answer = PositiveControl().generate([doc["image"]], per_mille_prompt)
+    pixel, per_mille = (next(iter(process({k: v for k, v in d.items() if k != "image"}, [answer]).values()))
+                        for d, answer in ((doc, pixel_answer), (per_mille_doc, per_mille_answer)))
+    assert pixel_answer != per_mille_answer and (pixel["box_frame"], per_mille["box_frame"]) == ("pixel", "per_mille")
+    assert np.allclose(per_mille["box_pixels"], pixel["box_pixels"], atol=0.5)
     assert per_mille["dice"] == pytest.approx(pixel["dice"], abs=0.01) and pixel["dice"] > 0.9
+
+
+def test_controls_cannot_answer_a_box_prompt_that_names_no_frame(demo):
+    """A grounding prompt without its frame is an error (answered blank, scored invalid), never read as pixels."""
+    docs, prompts, _ = demo["region_ogd"]
+    unframed = prompts[0].replace(f"in pixels of this {docs[0]['width']} × {docs[0]['height']} image", "")
+    with pytest.raises(ValueError, match="names no single box frame"):
+        PositiveControl().generate([docs[0]["image"]], unframed)
 
 
 def test_positive_control_without_an_image_is_blind(demo):
@@ -141,6 +145,7 @@ def test_count_box_and_entity_baselines_come_from_the_data(demo):
     assert stats.counts[mode] == max(stats.counts.values())
     boxes = _docs("slide_lgd", demo)
     assert baseline_answer(boxes[0], task_stats(boxes), "frequent", convention="unit").startswith("<answer>[0.")
+    assert {doc["box_frame"] for doc in boxes} == {"pixel"} and {doc["box_frame"] for doc in counts} == {None}
     described = _docs("region_rds", demo)
     entity = baseline_answer(described[0], task_stats(described), "frequent")[8:-9]
     assert entity in {e for d in described for e in d["entities"]}

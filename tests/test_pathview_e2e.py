@@ -1,10 +1,11 @@
-"""PathView through lmms-eval's CLI: the controls are told apart, boxes follow the model, baselines run."""
+"""PathView through lmms-eval's CLI: the controls are told apart, boxes follow the task's frame, baselines run."""
 
 from __future__ import annotations
 
 import json
 import math
 
+import numpy as np
 import pytest
 from conftest import lmms_eval, metric
 
@@ -63,14 +64,40 @@ def test_sample_logs_keep_each_answer_outcome_and_reason(blind):
     assert len(records) == 8 and {"id", "reference", "parsed", "outcome", "reason"} <= set(records[0])
 
 
-def test_declared_box_convention_reaches_prompt_and_scoring(control, tmp_path):
-    """The control declaring per_mille gets 0-1000 prompts and is read back in 0-1000: the same Dice."""
-    tasks = "pathview_demo_region_ogd,pathview_demo_slide_lgd"
-    per_mille = lmms_eval(tmp_path, "pathbind_control", tasks, "--model_args", "box_convention=per_mille")
-    for task in tasks.split(","):
-        assert metric(per_mille, task, "dice") == pytest.approx(metric(control, task, "dice"), abs=1.0)
-    sample = json.loads(next(per_mille["out"].rglob("*pathview_demo_slide_lgd.jsonl")).read_text().splitlines()[0])
-    assert "scale of 0 to 1000" in sample["input"]
+def _samples(result: dict, task: str) -> dict[str, dict]:
+    """The task's sample log, by item id: each line's record (the same under every metric) and its prompt."""
+    log = next(result["out"].rglob(f"*_{task}.jsonl"))
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    return {line["invalid_rate"]["id"]: {**line["invalid_rate"], "input": line["input"]} for line in lines}
+
+
+def test_box_frame_is_the_tasks_and_every_record_states_it(control, tmp_path):
+    """The per_mille variants ask in 0-1000 and read in 0-1000: each record names its frame and holds the same
+    pixel boxes as the pixel task's record of that item; results.json names each task's frame."""
+    boxed = ("region_ogd", "slide_lgd", "region_ocl")
+    per_mille = lmms_eval(tmp_path, "pathbind_control", ",".join(f"pathview_demo_{t}_per_mille" for t in boxed))
+    for task in boxed:
+        pixel_task, frame_task = f"pathview_demo_{task}", f"pathview_demo_{task}_per_mille"
+        assert metric(per_mille, frame_task, headline(task)) == pytest.approx(metric(control, pixel_task,
+                                                                                     headline(task)), abs=1.0)
+        assert "box_frame=per_mille" in per_mille["results"]["configs"][frame_task]["process_docs"]
+        assert "box_frame=pixel" in control["results"]["configs"][pixel_task]["process_docs"]
+        pixel, thousandths = _samples(control, pixel_task), _samples(per_mille, frame_task)
+        assert pixel.keys() == thousandths.keys() and len(pixel) == 8
+        for item, record in thousandths.items():
+            assert (record["box_frame"], pixel[item]["box_frame"]) == ("per_mille", "pixel")
+            assert "scale of 0 to 1000" in record["input"] and "in pixels of this" in pixel[item]["input"]
+            if task != "region_ocl":  # grounding answers are boxes, kept as written and in pixels
+                assert record["parsed"] != pixel[item]["parsed"]
+                assert np.allclose(record["box_pixels"], pixel[item]["box_pixels"], atol=0.5)
+
+
+def test_baseline_writes_boxes_in_the_items_frame(tmp_path):
+    """pathbind_baseline answers the unit variant in fractions: every box is placed (no invalid answers)."""
+    result = lmms_eval(tmp_path, "pathbind_baseline", "pathview_demo_slide_lgd_unit")
+    assert metric(result, "pathview_demo_slide_lgd_unit", "invalid_rate") == 0
+    records = _samples(result, "pathview_demo_slide_lgd_unit").values()
+    assert {r["box_frame"] for r in records} == {"unit"} and all(max(map(max, r["parsed"])) <= 1 for r in records)
 
 
 @pytest.mark.parametrize("strategy", ["random", "frequent"])

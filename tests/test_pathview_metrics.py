@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score
 
-from pathbind import runtime
+from pathbind import box_frames
 from pathbind_metrics import labels, pathview_parsing, refusal
 from pathbind_metrics import pathview as pv
 
@@ -89,9 +89,9 @@ def test_conventions_scale_by_the_image_size():
         pv.to_pixels([[0, 0, 1, 1]], "normalized", (10, 10))
 
 
-def test_runtime_and_metric_conventions_agree():
-    """The conventions a model can declare are exactly the ones the metrics convert."""
-    assert set(runtime.BOX_CONVENTIONS) == set(pv.BOX_CONVENTIONS)
+def test_prompt_frames_and_metric_conventions_agree():
+    """The frames a prompt can ask boxes in are exactly the ones the metrics convert."""
+    assert set(box_frames.FRAMES) == set(pv.BOX_CONVENTIONS)
 
 
 def test_mean_absolute_error():

@@ -8,7 +8,7 @@ import datasets
 import pytest
 from PIL import Image
 
-from pathbind import render_template, runtime
+from pathbind import render_template
 from pathbind_tasks.pathview import aggregations, scoring
 from pathbind_tasks.pathview.prompts import doc_to_text
 from pathbind_tasks.pathview.schema import KINDS, converter
@@ -16,19 +16,11 @@ from pathbind_tasks.pathview.schema import KINDS, converter
 IMAGE = Image.new("RGB", (64, 32), (240, 200, 230))
 
 
-@pytest.fixture(autouse=True)
-def pixel_convention():
-    """Each test starts from the default convention and leaves it there."""
-    runtime.set_box_convention(None)
-    yield
-    runtime.set_box_convention(None)
-
-
-def docs(kind: str, *rows: dict) -> list[dict]:
+def docs(kind: str, *rows: dict, frame: str = "pixel") -> list[dict]:
     """Release rows of one task kind converted to scoring documents (the image column dropped, as lmms-eval does)."""
     base = {"id": "x", "image": IMAGE, "question": "Q?", "width": 64, "height": 32}
     full = [{**base, "id": f"item-{i}", **row} for i, row in enumerate(rows)]
-    converted = converter(kind)(datasets.Dataset.from_list(full))
+    converted = converter(kind, frame)(datasets.Dataset.from_list(full))
     return [{k: v for k, v in doc.items() if k != "image"} for doc in converted]
 
 
@@ -42,14 +34,38 @@ def score(process, doc: dict, answer: str) -> dict:
 GROUNDING = {"target": "tumor", "boxes": [[0, 0, 32, 16]]}
 
 
-def test_grounding_scores_dice_in_the_declared_convention():
-    """The same box in pixels, fractions or thousandths scores the same once the model declares it."""
-    doc = docs("grounding", GROUNDING)[0]
-    for convention, answer in (("pixel", "[0, 0, 32, 16]"), ("unit", "[0, 0, 0.5, 0.5]"),
-                               ("per_mille", "[0, 0, 500, 500]")):
-        runtime.set_box_convention(convention)
+def test_grounding_reads_boxes_in_the_items_frame_and_records_it():
+    """The same box in pixels, fractions or thousandths scores the same when the item asks for that frame; the
+    record names the frame, keeps the box as written and holds it in pixels of the 64x32 image."""
+    for frame, answer in (("pixel", [0, 0, 32, 16]), ("unit", [0, 0, 0.5, 0.5]), ("per_mille", [0, 0, 500, 500])):
+        doc = docs("grounding", GROUNDING, frame=frame)[0]
+        assert doc["box_frame"] == frame
         record = score(scoring.score_grounding, doc, f"<answer>{answer}</answer>")
-        assert record["outcome"] == "answered" and record["dice"] == 1.0, convention
+        assert record["outcome"] == "answered" and record["dice"] == 1.0, frame
+        assert record["box_frame"] == frame and record["parsed"] == [answer]
+        assert record["box_pixels"] == [[0, 0, 32, 16]]
+
+
+def test_a_frame_is_read_as_asked_never_as_another():
+    """Thousandths on a per_mille item are 0-1000 of each side: [0, 0, 250, 1000] is the left quarter, 16x32 px;
+    the same numbers on a pixel item are a box reaching past the image, clipped, so a different Dice."""
+    per_mille, pixel = (docs("grounding", {"target": "t", "boxes": [[0, 0, 16, 32]]}, frame=f)[0]
+                        for f in ("per_mille", "pixel"))
+    asked = score(scoring.score_grounding, per_mille, "<answer>[0, 0, 250, 1000]</answer>")
+    assert asked["box_pixels"] == [[0, 0, 16, 32]] and asked["dice"] == 1.0
+    misread = score(scoring.score_grounding, pixel, "<answer>[0, 0, 250, 1000]</answer>")
+    assert misread["box_pixels"] == [[0, 0, 250, 1000]] and misread["dice"] == pytest.approx(0.4)
+
+
+def test_items_without_boxes_have_no_frame_and_unknown_frames_are_refused():
+    """Counting items carry no frame; a frame that is not pixel, unit or per_mille fails at conversion."""
+    record = score(scoring.score_count, docs("count", {"count": 3})[0], "<answer>3</answer>")
+    assert record["box_frame"] is None and record["box_pixels"] is None
+    with pytest.raises(ValueError, match="unknown box frame 'thousandths'"):
+        converter("grounding", "thousandths")
+    unframed = {**docs("grounding", GROUNDING)[0], "box_frame": None}
+    record = score(scoring.score_grounding, unframed, "<answer>[0, 0, 32, 16]</answer>")
+    assert record["outcome"] == "invalid" and "names no box frame" in record["reason"]
 
 
 def test_grounding_never_tries_another_convention():
@@ -176,35 +192,19 @@ def test_aggregations_of_no_records_are_nan():
         assert math.isnan(getattr(aggregations, name)([])), name
 
 
-def test_prompts_ask_for_the_declared_convention_and_offer_the_refusal_form():
-    """Every PathView template offers the refusal form; boxes are written in the model's convention."""
-    item = docs("boxed_choice", {"options": ["a", "b"], "answer": "a", "query_box": [16, 8, 32, 24]})[0]
-    runtime.set_box_convention("per_mille")
-    text = doc_to_text(item, {"template": "pathview_choice"})
+def test_prompts_ask_for_the_items_frame_and_offer_the_refusal_form():
+    """Every PathView template offers the refusal form; boxes are written and asked in the item's frame."""
+    row = {"options": ["a", "b"], "answer": "a", "query_box": [16, 8, 32, 24]}
+    text = doc_to_text(docs("boxed_choice", row, frame="per_mille")[0], {"template": "pathview_choice"})
     assert "[250, 250, 500, 750]" in text and "scale of 0 to 1000" in text
-    runtime.set_box_convention("pixel")
-    assert "[16, 8, 32, 24]" in doc_to_text(item, {"template": "pathview_choice"})
+    text = doc_to_text(docs("boxed_choice", row)[0], {"template": "pathview_choice"})
+    assert "[16, 8, 32, 24]" in text and "in pixels of this 64 × 32 image" in text
     for template in ("pathview_box", "pathview_choice", "pathview_count", "pathview_describe"):
         rendered = render_template(template, question="Q?", choices=[("A", "x"), ("B", "y")], query_box="",
-                                   box_convention="unit", width=64, height=32)
+                                   box_units="as fractions")
         assert "<answer>insufficient evidence</answer>" in rendered, template
 
 
 def test_every_kind_has_a_scorer_and_a_template():
     """Each task kind is wired to an answer format its template and scorer share."""
     assert {kind.answer_format for kind in KINDS.values()} == {"box", "choice", "count", "description"}
-
-
-def test_runtime_convention_setting_and_environment(monkeypatch):
-    """A declared convention wins over PATHBIND_BOX_CONVENTION, which wins over pixels; bad names are errors."""
-    assert runtime.box_convention() == "pixel"
-    monkeypatch.setenv(runtime.BOX_CONVENTION_ENV, "per_mille")
-    assert runtime.box_convention() == "per_mille"
-    runtime.set_box_convention("unit")
-    assert runtime.box_convention() == "unit"
-    with pytest.raises(ValueError, match="unknown box convention 'qwen'"):
-        runtime.set_box_convention("qwen")
-    runtime.set_box_convention(None)
-    monkeypatch.setenv(runtime.BOX_CONVENTION_ENV, "thousandths")
-    with pytest.raises(ValueError, match="PATHBIND_BOX_CONVENTION: unknown box convention 'thousandths'"):
-        runtime.box_convention()

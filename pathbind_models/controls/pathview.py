@@ -4,7 +4,8 @@ A PathView prompt offers the explicit refusal form (``<answer>insufficient evide
 control recognises the demo's question families by their wording, measures the image (:mod:`pathview_vision`)
 and answers in the prompt's format; when its measurement cannot settle the question (an organ asked of
 isolated cells, cells counted on a low-power overview, a question it does not know) it takes the refusal form.
-The blind control never refuses: it answers every PathView prompt in its format without looking.
+The blind control never refuses: it answers every PathView prompt in its format without looking. Both read
+and write boxes in the frame the prompt asks for (:func:`pathbind.box_frames.frame_asked`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 import numpy as np
 from PIL import Image
 
-from pathbind.runtime import box_convention
+from pathbind.box_frames import frame_asked
 from pathbind_metrics.pathview import from_pixels, to_pixels
 from pathbind_metrics.refusal import REFUSAL_FORM
 from pathbind_models.controls import pathview_vision as measure
@@ -22,7 +23,6 @@ from pathbind_models.controls.prompt import read_prompt
 
 _NUMBER = r"-?\d+(?:\.\d+)?"
 _QUERY_BOX = re.compile(rf"box is \[({_NUMBER}), ({_NUMBER}), ({_NUMBER}), ({_NUMBER})\]")
-_PIXEL_SIZE = re.compile(r"(\d+) × (\d+) image")
 SPATIAL_WINDOW = 96  # px: the neighbourhood of a marked box whose tissue is its nearest entity
 
 
@@ -42,9 +42,17 @@ def _boxes_text(boxes: list[list[float]], convention: str, size: tuple[int, int]
     return ", ".join("[" + ", ".join(f"{v:.4g}" for v in box) + "]" for box in values)
 
 
-def _query_box(text: str, convention: str, size: tuple[int, int]) -> list[float] | None:
+def _frame(text: str) -> str:
+    """The frame the prompt asks boxes in; a prompt with boxes that names none cannot be answered."""
+    asked = frame_asked(text)
+    if asked is None:
+        raise ValueError("the PathView prompt names no single box frame")
+    return asked[0]
+
+
+def _query_box(text: str, size: tuple[int, int]) -> list[float] | None:
     match = _QUERY_BOX.search(text)
-    return to_pixels([[float(v) for v in match.groups()]], convention, size)[0].tolist() if match else None
+    return to_pixels([[float(v) for v in match.groups()]], _frame(text), size)[0].tolist() if match else None
 
 
 def _window(image: np.ndarray, box: list[float]) -> np.ndarray:
@@ -65,10 +73,10 @@ def _cell_in_box(field: measure.Cells, box: list[float]) -> str | None:
     return kind or None
 
 
-def _choice(question: str, text: str, pixels: np.ndarray, convention: str) -> str | None:
+def _choice(question: str, text: str, pixels: np.ndarray) -> str | None:
     """The label the image supports for a multiple-choice question, or None."""
     size = (pixels.shape[1], pixels.shape[0])
-    box = _query_box(text, convention, size)
+    box = _query_box(text, size)
     field = measure.cells(pixels)
     if "organ" in question:
         return None if field.cellular else measure.slide(pixels).organ()
@@ -92,14 +100,14 @@ def _choice(question: str, text: str, pixels: np.ndarray, convention: str) -> st
     return measure.tissue_type(field) if "tissue" in question else None
 
 
-def answer(text: str, image: Image.Image, convention: str) -> str:
-    """The positive control's answer to a PathView prompt, boxes in ``convention``."""
+def answer(text: str, image: Image.Image) -> str:
+    """The positive control's answer to a PathView prompt, boxes in the frame it asks for."""
     pixels = np.asarray(image.convert("RGB"))
     size = (pixels.shape[1], pixels.shape[0])
     prompt = read_prompt(text)
     lowered = text.lower()
     if prompt.options:
-        label = _choice(prompt.question.lower(), text, pixels, convention)
+        label = _choice(prompt.question.lower(), text, pixels)
         letters = [chr(ord("A") + i) for i, option in enumerate(prompt.options) if option.lower() == label]
         return _wrap(letters[0] if len(letters) == 1 else None)
     field = measure.cells(pixels)
@@ -108,7 +116,7 @@ def answer(text: str, image: Image.Image, convention: str) -> str:
     if "locate every" in lowered:
         boxes = field.boxes[field.kinds == "neoplastic cell"].tolist() if field.cellular \
             else measure.slide(pixels).lesion_boxes()
-        return _wrap(_boxes_text(boxes, convention, size))
+        return _wrap(_boxes_text(boxes, _frame(text), size))
     if "entities" in lowered:
         named = measure.entities(field) if field.cellular else []
         return _wrap(", ".join(named) or None)
@@ -121,9 +129,8 @@ def blind_answer(text: str, seed: int) -> str:
     if "how many" in lowered:
         return f"<answer>{seed % 50}</answer>"
     if "locate every" in lowered:
-        convention = box_convention()
-        size = _PIXEL_SIZE.search(text)
-        scale = (int(size[1]), int(size[2])) if size else (1, 1)
-        box = from_pixels(to_pixels([[0.25, 0.25, 0.75, 0.75]], "unit", scale), convention, scale)[0]
+        frame, stated = frame_asked(text) or ("unit", None)  # a prompt naming no frame gets fractions
+        size = stated or (1, 1)  # only pixels need the size, and a pixel prompt states it
+        box = from_pixels(to_pixels([[0.25, 0.25, 0.75, 0.75]], "unit", size), frame, size)[0]
         return "<answer>[" + ", ".join(f"{v:.4g}" for v in box) + "]</answer>"
     return "<answer>tissue</answer>"

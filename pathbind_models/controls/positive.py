@@ -28,15 +28,14 @@ class PositiveControl:
     findings are its reasoning and its evidence map is its attention. Without an image it can
     only guess, exactly like the blind control."""
 
-    def __init__(self, box_convention: str = "pixel") -> None:
+    def __init__(self) -> None:
         self._blind = BlindControl()
-        self.box_convention = box_convention  # how its PathView answers give boxes
 
     def generate(self, images: list[Image.Image], text: str, **gen_kwargs: Any) -> str:
         if not images:
             return self._blind.generate(images, text)
         if pathview.is_pathview_prompt(text):
-            return pathview.answer(text, images[0], self.box_convention)
+            return pathview.answer(text, images[0])
         prompt = read_prompt(text)
         answer = self._answer(prompt, images[0])
         if answer is None:

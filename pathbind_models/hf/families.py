@@ -42,7 +42,9 @@ class Family:
     name: str
     model_types: tuple[str, ...]
     layout: Layout
-    box_convention: str  # how the model writes boxes: "pixel", "unit" (0–1) or "per_mille" (0–1000)
+    # The frame the model writes boxes in, whatever the prompt asks (pathbind_models.hf.frames): "per_mille"
+    # (0–1000), "input_pixel" (pixels of the resized input), None when undocumented (taken to follow the prompt).
+    native_box_frame: str | None
 
 
 def _qwen(config: Any, processor: Any, inputs: dict[str, torch.Tensor], positions: np.ndarray,
@@ -102,13 +104,13 @@ def _side(count: int) -> tuple[int, int]:
 
 FAMILIES = (
     Family("qwen2_vl", ("qwen2_vl",), _qwen, "per_mille"),
-    Family("qwen2_5_vl", ("qwen2_5_vl",), _qwen, "pixel"),
+    Family("qwen2_5_vl", ("qwen2_5_vl",), _qwen, "input_pixel"),
     Family("qwen3_vl", ("qwen3_vl",), _qwen, "per_mille"),
-    Family("llava", ("llava",), _square, "unit"),
+    Family("llava", ("llava",), _square, None),
     Family("internvl", ("internvl",), _internvl, "per_mille"),
-    Family("gemma3", ("gemma3",), _square, "unit"),
-    Family("idefics3", ("idefics3",), _idefics3, "unit"),
-    Family("smolvlm", ("smolvlm",), _idefics3, "unit"),
+    Family("gemma3", ("gemma3",), _square, None),
+    Family("idefics3", ("idefics3",), _idefics3, None),
+    Family("smolvlm", ("smolvlm",), _idefics3, None),
 )
 
 

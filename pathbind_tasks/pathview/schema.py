@@ -3,6 +3,8 @@
 A task reads one file of the release (``$PATHBIND_DATA/pathview/<task>.parquet``; columns in the README).
 The columns a task kind needs are checked once, before any model call. Then each row is checked: a bad one
 is kept with its problem in ``doc_error`` (scored invalid with that reason), so it never fails the run.
+Items with boxes carry ``box_frame``, the frame (:mod:`pathbind.box_frames`) their prompt writes and asks
+boxes in and their answer is read in; the task's ``process_docs`` names it (``grounding_docs_per_mille``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 import datasets
 from loguru import logger
 
+from pathbind.box_frames import check_frame
 from pathbind_metrics.pathview import box_problem
 from pathbind_metrics.refusal import REFUSAL_FORM
 from pathbind_tasks.common.conditions import IMAGE_ONLY, with_conditions
@@ -31,7 +34,7 @@ FEATURES = datasets.Features({
     "boxes": datasets.List(datasets.List(datasets.Value("float64"))),
     "query_box": datasets.List(datasets.Value("float64")), "count": datasets.Value("int64"),
     "entities": datasets.List(TEXT), "width": datasets.Value("int32"), "height": datasets.Value("int32"),
-    "source": TEXT, "doc_error": TEXT,
+    "source": TEXT, "doc_error": TEXT, "box_frame": TEXT,
 })
 
 
@@ -42,6 +45,11 @@ class Kind:
     answer_format: str  # "box", "choice", "count" or "description"
     trap: bool
     columns: tuple[str, ...]
+
+    @property
+    def has_boxes(self) -> bool:
+        """Its prompt or its answer holds boxes, so it has a box frame."""
+        return self.answer_format == "box" or "query_box" in self.columns
 
 
 KINDS = {
@@ -143,12 +151,12 @@ def _fields(row: dict[str, Any], kind: Kind) -> dict[str, Any]:
     return fields
 
 
-def _document(row: dict[str, Any], kind: Kind) -> dict[str, Any]:
+def _document(row: dict[str, Any], kind: Kind, frame: str | None) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "question": str(row.get("question") or ""), "answer_format": kind.answer_format, "trap": kind.trap,
         "answer": "", "options": [], "target": None if row.get("target") is None else str(row["target"]),
         "boxes": [], "query_box": [], "count": None, "entities": [], "width": None, "height": None,
-        "source": None if row.get("source") is None else str(row["source"]), "doc_error": "",
+        "source": None if row.get("source") is None else str(row["source"]), "doc_error": "", "box_frame": frame,
     }
     try:
         if not doc["question"].strip():
@@ -159,14 +167,15 @@ def _document(row: dict[str, Any], kind: Kind) -> dict[str, Any]:
     return doc
 
 
-def converter(kind_name: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
-    """Release rows of a ``kind_name`` task (see ``KINDS``) as PathView documents."""
+def converter(kind_name: str, frame: str = "pixel") -> Callable[[datasets.Dataset], datasets.Dataset]:
+    """Release rows of a ``kind_name`` task (see ``KINDS``) as PathView documents, boxes asked in ``frame``."""
     kind = KINDS[kind_name]
+    box_frame = check_frame(frame) if kind.has_boxes else None
 
     def convert(dataset: datasets.Dataset) -> datasets.Dataset:
         require(dataset.column_names, ("id", "image", "question", *kind.columns), dataset=LABEL, folder="pathview")
         rows = dataset.remove_columns("image").to_list()
-        docs = [_document(row, kind) for row in rows]
+        docs = [_document(row, kind, box_frame) for row in rows]
         problems = [doc["doc_error"] for doc in docs if doc["doc_error"]]
         if problems:
             logger.warning(f"{LABEL}: {len(problems)} of {len(docs)} items are malformed and will be scored invalid "
@@ -188,11 +197,30 @@ def _is_image(feature: Any) -> bool:
     return isinstance(feature, datasets.Image) or (isinstance(feature, dict) and set(feature) == {"bytes", "path"})
 
 
-# process_docs per task kind: convert, check every image, one pass with the image.
-grounding_docs = with_conditions(IMAGE_ONLY, converter("grounding"))
-choice_docs = with_conditions(IMAGE_ONLY, converter("choice"))
-boxed_choice_docs = with_conditions(IMAGE_ONLY, converter("boxed_choice"))
-count_docs = with_conditions(IMAGE_ONLY, converter("count"))
-description_docs = with_conditions(IMAGE_ONLY, converter("description"))
-choice_trap_docs = with_conditions(IMAGE_ONLY, converter("choice_trap"))
-count_trap_docs = with_conditions(IMAGE_ONLY, converter("count_trap"))
+class ProcessDocs:
+    """A task's ``process_docs``: convert, check every image, one pass with the image. Its text, which
+    lmms-eval writes into the results' ``configs``, names the kind and the box frame."""
+
+    def __init__(self, kind_name: str, frame: str = "pixel") -> None:
+        self.kind_name, self.frame = kind_name, frame if KINDS[kind_name].has_boxes else None
+        self._process = with_conditions(IMAGE_ONLY, converter(kind_name, frame))
+
+    def __call__(self, dataset: datasets.Dataset) -> datasets.Dataset:
+        return self._process(dataset)
+
+    def __repr__(self) -> str:
+        boxes = f", box_frame={self.frame}" if self.frame else ""
+        return f"pathview process_docs({self.kind_name}{boxes})"
+
+
+grounding_docs = ProcessDocs("grounding")
+grounding_docs_unit = ProcessDocs("grounding", "unit")
+grounding_docs_per_mille = ProcessDocs("grounding", "per_mille")
+choice_docs = ProcessDocs("choice")
+boxed_choice_docs = ProcessDocs("boxed_choice")
+boxed_choice_docs_unit = ProcessDocs("boxed_choice", "unit")
+boxed_choice_docs_per_mille = ProcessDocs("boxed_choice", "per_mille")
+count_docs = ProcessDocs("count")
+description_docs = ProcessDocs("description")
+choice_trap_docs = ProcessDocs("choice_trap")
+count_trap_docs = ProcessDocs("count_trap")

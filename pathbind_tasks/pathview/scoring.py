@@ -5,7 +5,8 @@ answer; on an answerable item it is a false refusal, scored like a wrong answer.
 read (no box, no single option, no whole number), a box that cannot be placed on the image, an empty answer
 and a malformed item (its ``doc_error``) are invalid: wrong for Dice, accuracy, macro-F1 and entity recall,
 left out of the MAE, and counted in ``invalid_rate``. Total by design: lmms-eval retries a raising
-``process_results``, so nothing here raises for one item.
+``process_results``, so nothing here raises for one item. Boxes are read in the item's ``box_frame`` (what its
+prompt asked for); every record names that frame, and a box answer's record holds its boxes in pixels.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from typing import Any
 
 from loguru import logger
 
-from pathbind.runtime import box_convention
 from pathbind_metrics.pathview import box_dice, box_problem, entity_recall, to_pixels
 from pathbind_metrics.pathview_parsing import parse_boxes, parse_count, parse_entities, parse_option
 from pathbind_metrics.refusal import REFUSAL_FORM, is_refusal
@@ -33,13 +33,14 @@ def _judge_box(doc: dict[str, Any], text: str) -> dict[str, Any]:
     boxes = parse_boxes(text)
     if boxes is None:
         raise Unreadable("no [x_min, y_min, x_max, y_max] box in the answer")
-    size = (doc["width"], doc["height"])
-    convention = box_convention()
-    pixels = to_pixels(boxes, convention, size).tolist()
+    size, frame = (doc["width"], doc["height"]), doc.get("box_frame")
+    if not frame:
+        raise Unreadable("the item names no box frame to read its boxes in")
+    pixels = to_pixels(boxes, frame, size).tolist()
     problem = box_problem(pixels, size)
     if problem:
-        raise Unreadable(f"{problem} (boxes read as {convention} coordinates of the {size[0]}x{size[1]} image)")
-    return {"parsed": pixels, "dice": box_dice(pixels, doc["boxes"], size)}
+        raise Unreadable(f"{problem} (boxes read as {frame} coordinates of the {size[0]}x{size[1]} image)")
+    return {"parsed": boxes, "box_pixels": pixels, "dice": box_dice(pixels, doc["boxes"], size)}
 
 
 def _judge_choice(doc: dict[str, Any], text: str) -> dict[str, Any]:
@@ -82,7 +83,8 @@ def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], 
     def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
         text = results[0] if results else ""
         record: dict[str, Any] = {"id": str(doc.get("id")), "source": doc.get("source"), "trap": doc.get("trap"),
-                                  "reference": None, "parsed": None, "reason": ""}
+                                  "reference": None, "parsed": None, "reason": "", "box_frame": doc.get("box_frame"),
+                                  "box_pixels": None}
         try:
             problem = doc.get("doc_error") or doc.get("image_error")
             if problem:
