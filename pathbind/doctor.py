@@ -7,13 +7,18 @@ import os
 import platform
 import sys
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, version
+from importlib.metadata import PackageNotFoundError, requires, version
+from typing import TYPE_CHECKING
 
 from pathbind.catalog import DataLocation, TaskEntry, plugin_tasks
 from pathbind.plugins import PluginManager, disabled_plugins
 from pathbind.templates import template_names
 
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
+
 TESTED_LMMS_EVAL = ("0.7.3",)
+HF_LIBRARIES = ("transformers", "accelerate")  # pathbind_hf imports both
 
 
 @dataclass(frozen=True)
@@ -26,7 +31,8 @@ class Check:
 def run_checks(pm: PluginManager, *, check_data: bool = True) -> list[Check]:
     """All checks, cheapest first; each failure names what to do about it."""
     entries = plugin_tasks(pm)
-    checks = [_python(), _lmms_eval(), _torch(), *_plugins(pm), *_templates(pm), *_models(pm), *_yaml_loads(entries)]
+    checks = [_python(), _lmms_eval(), _torch(), *_hf_libraries(), *_plugins(pm), *_templates(pm), *_models(pm),
+              *_yaml_loads(entries)]
     checks += _task_index(pm, entries)
     if check_data:
         checks += [_data(e) for e in entries if e.data is not None]
@@ -57,6 +63,35 @@ def _torch() -> Check:
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     device = f"CUDA {torch.version.cuda}, {gpus} GPU(s)" if gpus else "CPU only"
     return Check("torch", "OK", f"{torch.__version__}, {device}")
+
+
+def _hf_libraries() -> list[Check]:
+    """Each installed version against the range PathBind declares (its tested range)."""
+    declared = _declared_ranges()
+    checks = []
+    for name in HF_LIBRARIES:
+        spec = declared.get(name)
+        try:
+            installed = version(name)
+        except PackageNotFoundError:
+            checks.append(Check(name, "FAIL", f"not installed: pip install '{name}{spec or ''}'"))
+            continue
+        if spec is not None and not spec.contains(installed, prereleases=True):
+            checks.append(Check(name, "WARN", f"{installed}; PathBind is tested with {name}{spec}"))
+        else:
+            checks.append(Check(name, "OK", installed))
+    return checks
+
+
+def _declared_ranges() -> dict[str, SpecifierSet]:
+    """PathBind's unconditional requirements by name: their version specifiers."""
+    from packaging.requirements import Requirement
+
+    try:
+        requirements = [Requirement(line) for line in requires("pathbind") or []]
+    except PackageNotFoundError:
+        return {}
+    return {r.name: r.specifier for r in requirements if r.marker is None}
 
 
 def _plugins(pm: PluginManager) -> list[Check]:

@@ -128,3 +128,52 @@ def test_unsupported_architecture_names_the_supported_families(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))
     with pytest.raises(ValueError, match="supported families"):
         HFAdapter(str(tmp_path))
+
+
+def _sharded_map(model: torch.nn.Module, family: str) -> dict[str, str]:
+    """A device_map over the CPU that still shards: the vision tower, the embeddings and every other decoder layer
+    offloaded to disk, the rest on "cpu". accelerate then runs the model through its dispatch hooks, as on several
+    GPUs; ``model.device`` (the first parameter's) and the embeddings' weights are ``meta``, so inputs must follow
+    the embeddings' execution device. Idefics3 and SmolVLM move embeddings to ``self.device`` themselves, so for them
+    the first parameter's module stays on "cpu"."""
+    from pathbind_models.hf.adapter import _DECODER_ATTENTION
+
+    layers = {name.removesuffix(".self_attn"): int(m.group(1)) for name, _ in model.named_modules()
+              if (m := _DECODER_ATTENTION.search(name))}
+    embeddings, first = model.get_input_embeddings(), next(model.parameters())
+    placed: dict[str, str] = {}
+    for name, module in model.named_modules():
+        if not any(True for _ in module.parameters(recurse=False)) and not any(True for _ in module.buffers(False)):
+            continue
+        layer = next((i for prefix, i in layers.items() if name.startswith(prefix + ".")), None)
+        if family in ("idefics3", "smolvlm") and any(p is first for p in module.parameters(recurse=False)):
+            placed[name] = "cpu"
+        elif layer is not None:
+            placed[name] = "disk" if layer % 2 else "cpu"
+        elif module is embeddings or name == "lm_head" or ("vision" in name or "visual" in name):
+            placed[name] = "disk"  # lm_head beside the embeddings: some families tie them
+        else:
+            placed[name] = "cpu"
+    return placed
+
+
+def test_a_sharded_model_answers_exactly_as_the_whole_one(adapter, tmp_path):
+    """device_map (accelerate's big-model inference) on CPU, disk-offloaded layers in between: generation, option
+    scores, batched occlusion scores and the probe's rows equal the unsharded model's."""
+    sharded = HFAdapter(adapter.pretrained, device_map=json.dumps(_sharded_map(adapter.model, adapter.family.name)),
+                        offload_folder=str(tmp_path))
+    assert set(sharded.model.hf_device_map.values()) == {"cpu", "disk"}
+    assert (sharded.model.device.type == "meta") is (adapter.family.name not in ("idefics3", "smolvlm"))
+    assert next(sharded.model.get_input_embeddings().parameters()).device.type == "meta"
+    assert sharded.input_device == torch.device("cpu")
+    items = [([noise(2)], "Describe the nuclei."), ([noise(3)], "Which organ is this tissue from?")]
+    assert sharded.generate_batch(items, max_new_tokens=4) == adapter.generate_batch(items, max_new_tokens=4)
+    text, options = "Which stain? A) H&E B) IHC", ["A", "B) IHC"]
+    assert np.allclose(sharded.option_logprobs([noise(4)], text, options),
+                       adapter.option_logprobs([noise(4)], text, options), atol=1e-5)
+    images = [noise(seed) for seed in (5, 6, 7)]
+    assert np.allclose(sharded.image_option_logprobs(images, text, options),
+                       adapter.image_option_logprobs(images, text, options), atol=1e-5)
+    whole, split = (a.entity_attention(noise(), PROMPT, ENTITY, layers="all") for a in (adapter, sharded))
+    for layer in whole.layers:
+        assert np.abs(split.per_layer[layer] - whole.per_layer[layer]).max() <= 1e-6, layer

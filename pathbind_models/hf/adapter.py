@@ -12,37 +12,48 @@ import torch
 from PIL import Image
 
 from pathbind_models.adapter import EntityAttention, layer_indices
-from pathbind_models.hf import probe
+from pathbind_models.hf import frames, loading, probe
 from pathbind_models.hf.families import Family, family_of, stitch
+from pathbind_models.hf.geometry import view_box
 
 _DECODER_ATTENTION = re.compile(r"(?:language_model|text_model)\.(?:model\.)?layers\.(\d+)\.self_attn$")
-_GREEDY = {"do_sample": False, "temperature": None, "top_p": None, "top_k": None}
+# Greedy search, whatever the checkpoint's generation_config.json asks: its sampling settings are all unset.
+_GREEDY = {"do_sample": False, "num_beams": 1, "temperature": None, "top_p": None, "top_k": None, "min_p": None,
+           "typical_p": None, "epsilon_cutoff": None, "eta_cutoff": None}
 
 
 class HFAdapter:
     """One checkpoint of a supported family (see ``pathbind_models.hf.families``), loaded with the probe attention.
 
+    ``dtype`` defaults to the checkpoint's own (``auto``); ``device`` to ``cuda:<LOCAL_RANK>`` when CUDA is
+    available, else the CPU; ``device_map`` (``auto``, or a JSON map of modules to devices, with ``offload_folder``
+    for ``disk``) shards the model over devices instead (see :mod:`pathbind_models.hf.loading`).
     ``max_new_tokens`` caps every request's budget (a task's own ``max_new_tokens`` applies below it);
     ``thinking`` is passed to chat templates that switch reasoning on and off (``enable_thinking``);
     ``occlusion_batch`` fixes how many images :meth:`image_option_logprobs` scores per forward (default: from
-    free memory, see :meth:`_images_per_forward`).
+    free memory, see :meth:`_images_per_forward`). Other keyword arguments are processor options (``max_pixels``,
+    ``size``, …), passed to ``AutoProcessor.from_pretrained``; one the processor does not know is an error.
     """
 
-    def __init__(self, pretrained: str, dtype: str = "float32", device: str = "cpu",
+    def __init__(self, pretrained: str, dtype: str = "auto", device: str | None = None,
+                 device_map: str | dict[str, Any] | None = None, offload_folder: str | None = None,
                  max_new_tokens: int | None = None, thinking: bool | None = None,
-                 occlusion_batch: int | None = None) -> None:
-        from transformers import AutoConfig, AutoModelForImageTextToText, AutoProcessor
+                 occlusion_batch: int | None = None, **processor_options: Any) -> None:
+        from transformers import AutoConfig, AutoModelForImageTextToText
 
         if dtype != "auto" and not isinstance(getattr(torch, dtype, None), torch.dtype):
             raise ValueError(f"dtype {dtype!r} is not a torch dtype (float32, bfloat16, float16) or 'auto'")
         self.pretrained = pretrained
         self.family: Family = family_of(AutoConfig.from_pretrained(pretrained), pretrained)
-        self.processor = AutoProcessor.from_pretrained(pretrained)
+        self.processor_options = {key: loading.parse_value(value) for key, value in processor_options.items()}
+        self.processor = loading.load_processor(pretrained, self.processor_options)
+        self.device_map = loading.parse_value(device_map)  # None: the whole model on one device
         self.model = AutoModelForImageTextToText.from_pretrained(
             pretrained, dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
-            attn_implementation=probe.register(), device_map=device).eval()
+            attn_implementation=probe.register(), device_map=loading.placement(device, self.device_map),
+            offload_folder=offload_folder).eval()
+        self.input_device = loading.input_device(self.model)
         self.config = self.model.config
-        self.box_convention = self.family.box_convention
         self.max_new_tokens = max_new_tokens
         self.template_kwargs = {} if thinking is None else {"enable_thinking": bool(thinking)}
         self.decoder_layers = self._decoder_attention_modules()
@@ -59,8 +70,10 @@ class HFAdapter:
                               [images for images, _ in items], padding_side="left")
         with torch.inference_mode():
             output = self.model.generate(**inputs, **self._generation_options(gen_kwargs))
-        new_tokens = output[:, inputs["input_ids"].shape[1]:]
-        return self.processor.batch_decode(new_tokens, skip_special_tokens=True)
+        answers = self.processor.batch_decode(output[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+        # Boxes come back in the frame the prompt asked for, whatever frame the family writes them in.
+        return [frames.answer_in_frame(answer, text, self.family.native_box_frame, images[0].size, self.processor)
+                if len(images) == 1 else answer for answer, (images, text) in zip(answers, items, strict=True)]
 
     def _generation_options(self, gen_kwargs: dict[str, Any]) -> dict[str, Any]:
         budget = int(gen_kwargs.get("max_new_tokens", 256))
@@ -110,12 +123,7 @@ class HFAdapter:
         intermediate = getattr(text, "intermediate_size", 4 * text.hidden_size)
         per_row = 4 * (length * (8 * text.hidden_size + 4 * intermediate + text.num_attention_heads * length)
                        + (max(map(len, option_ids)) + 1) * text.vocab_size)
-        if self.model.device.type == "cuda":
-            free = torch.cuda.mem_get_info(self.model.device)[0]
-        else:
-            import psutil
-
-            free = psutil.virtual_memory().available
+        free = loading.free_memory(loading.execution_devices(self.model))  # a sharded model: its fullest device
         rows_per_image = len({tuple(ids[:-1]) for ids in option_ids})  # see _score_options
         return int(min(64, max(1, free // 4 // (per_row * rows_per_image))))
 
@@ -169,7 +177,7 @@ class HFAdapter:
         return EntityAttention(
             map=attention_map, layers=chosen, token_positions=entity_positions,
             image_token_positions=image_positions.tolist(), grid_shape=attention_map.shape, inputs=dict(inputs),
-            per_layer=per_layer, global_map=global_map)
+            per_layer=per_layer, global_map=global_map, view_box=view_box(self.processor, inputs, image.size))
 
     def _entity_positions(self, prompt: str, ids: np.ndarray, text: str, entity: str) -> list[int]:
         """Positions in ``ids`` of the tokens covering the last occurrence of ``entity`` in the user's ``text``.
@@ -212,7 +220,7 @@ class HFAdapter:
         image_arg = images if any(images) else None
         inputs = self.processor(text=prompts, images=image_arg, return_tensors="pt", padding=True,
                                 padding_side=padding_side)
-        return {k: v.to(self.model.device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
+        return {k: v.to(self.input_device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
 
 def _view_maps(maps: np.ndarray, views: list[Any]) -> list[np.ndarray]:

@@ -29,7 +29,7 @@ class Recording:
 
     rows: torch.Tensor  # query positions, shape (k,)
     layers: dict[torch.nn.Module, int]  # decoder attention module -> layer index
-    rows_by_layer: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> (batch, k, key length)
+    rows_by_layer: dict[int, torch.Tensor] = field(default_factory=dict)  # layer -> (batch, k, key length), CPU
 
 
 _active: contextvars.ContextVar[Recording | None] = contextvars.ContextVar("pathbind_recording", default=None)
@@ -52,8 +52,9 @@ def probe_attention_forward(module: torch.nn.Module, query: torch.Tensor, key: t
     output, _ = sdpa_attention_forward(module, query, key, value, attention_mask, scaling=scaling, **kwargs)
     record = _active.get()
     if record is not None and module in record.layers:
-        record.rows_by_layer[record.layers[module]] = _row_weights(module, query, key, attention_mask, scaling,
-                                                                   record.rows)
+        # Gathered on the CPU: the layers of a model sharded by device_map run on different devices.
+        rows = _row_weights(module, query, key, attention_mask, scaling, record.rows)
+        record.rows_by_layer[record.layers[module]] = rows.cpu()
     return output, None
 
 
