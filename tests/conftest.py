@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -73,20 +74,24 @@ def write_plugin(root: Path, name: str, module_source: str, files: dict[str, str
     return root
 
 
+def _built_once(root: Path, make: Callable[[str, Path], Path]) -> Callable[[str], Path]:
+    """``make(name, root / name)``, called once per name."""
+    built: dict[str, Path] = {}
+
+    def build(name: str) -> Path:
+        if name not in built:
+            built[name] = make(name, root / name)
+        return built[name]
+
+    return build
+
+
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
     """Factory ``tiny_model(family) -> Path``: a tiny random model of that family (seed 0), built once per session."""
     from pathbind_models.hf.tiny import make_tiny_model
 
-    root = tmp_path_factory.mktemp("tiny_models")
-    built: dict[str, Path] = {}
-
-    def build(family: str) -> Path:
-        if family not in built:
-            built[family] = make_tiny_model(family, root / family)
-        return built[family]
-
-    return build
+    return _built_once(tmp_path_factory.mktemp("tiny_models"), make_tiny_model)
 
 
 @pytest.fixture(scope="session")
@@ -97,12 +102,4 @@ def realtok_model(tmp_path_factory):
 
     if not available():
         pytest.skip("the real checkpoint files (../shared/realtok) are not beside this checkout")
-    root = tmp_path_factory.mktemp("realtok_models")
-    built: dict[str, Path] = {}
-
-    def build(name: str) -> Path:
-        if name not in built:
-            built[name] = make_realtok_model(name, root / name)
-        return built[name]
-
-    return build
+    return _built_once(tmp_path_factory.mktemp("realtok_models"), make_realtok_model)
