@@ -9,7 +9,6 @@ import pytest
 from scipy import stats
 
 from pathbind.perturbations import curve_masks, occlude
-
 from pathbind_metrics import faithfulness as fm
 from pathbind_metrics import faithfulness_aggregations as fa
 
