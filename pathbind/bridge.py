@@ -4,9 +4,9 @@ lmms-eval 0.7.3 loads the ``lmms_eval.models`` entry points while importing
 ``lmms_eval.models``, before any TaskManager exists, and has no task entry-point group.
 So :func:`lmms_eval_models` also wraps ``TaskManager.initialize_tasks`` to index the plugins'
 task directories after the built-ins and before ``--include_path``; building a TaskManager in
-turn wraps ``lmms_eval.evaluator.evaluate`` to skip tasks the model cannot run
-(:mod:`pathbind.capabilities`) and to add PathBind's run report to the results. Nothing here may
-raise: lmms-eval drops every entry-point model if one entry point does.
+turn wraps ``lmms_eval.evaluator.evaluate`` to skip tasks the model cannot run and documents of conditions
+it is known to fail on (:mod:`pathbind.capabilities`), and to add PathBind's run report to the results.
+Nothing here may raise: lmms-eval drops every entry-point model if one entry point does.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pathbind.capabilities import model_capabilities, split_supported
+from pathbind.capabilities import drop_conditions, model_capabilities, split_supported, unanswerable_conditions
 from pathbind.data import apply_data_root
 from pathbind.plugins import PluginManager, get_plugin_manager
 from pathbind.usage import usage_by_condition
@@ -152,12 +152,15 @@ def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
         call = signature.bind(*args, **kwargs)
         kept, skipped = _supported_tasks(call.arguments["task_dict"], call.arguments["lm"],
                                          call.arguments.get("cli_args"))
+        kept, dropped, conditions = _answerable_documents(kept, call.arguments["lm"], call.arguments.get("cli_args"))
+        skipped.update(dropped)
         call.arguments["task_dict"] = kept
         # lmms-eval's evaluate fails on an empty task dictionary; with every task skipped there is nothing to run.
         log_samples = call.arguments.get("log_samples", signature.parameters["log_samples"].default)
         results = original(*call.args, **call.kwargs) if kept else _no_results(log_samples)
         if isinstance(results, dict):
-            results["pathbind"] = _run_report(results, skipped)
+            results["pathbind"] = _run_report(results, skipped, conditions)
+            results["pathbind"]["model"] = _model_settings(call.arguments["lm"])
         return results
 
     setattr(evaluate, _HOOK_MARK, True)
@@ -176,14 +179,48 @@ def _supported_tasks(task_dict: dict, lm: Any, cli_args: Any) -> tuple[dict, dic
     return kept, skipped
 
 
-def _run_report(results: dict, skipped: dict[str, str]) -> dict[str, Any]:
-    """``results["pathbind"]``: the skipped tasks with their reasons, token usage per task and condition."""
+def _answerable_documents(task_dict: dict, lm: Any, cli_args: Any) -> tuple[dict, dict[str, str],
+                                                                          dict[str, dict[str, str]]]:
+    """``task_dict`` without the documents of conditions ``lm`` is known to fail on, logged; all of it if the
+    check itself fails."""
+    try:
+        unanswerable = unanswerable_conditions(lm)
+        if not unanswerable:
+            return task_dict, {}, {}
+        kept, tasks, conditions = drop_conditions(task_dict, unanswerable, _model_label(lm, cli_args))
+    except Exception:
+        logger.exception("pathbind: could not check which conditions the model answers; running every document")
+        return task_dict, {}, {}
+    for reason in tasks.values():
+        logger.error("pathbind: %s", reason)
+    for reason in (r for task_reasons in conditions.values() for r in task_reasons.values()):
+        logger.warning("pathbind: %s", reason)
+    return kept, tasks, conditions
+
+
+def _run_report(results: dict, skipped: dict[str, str],
+                conditions: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
+    """``results["pathbind"]``: the skipped tasks and conditions with their reasons, token usage per task and
+    condition. A task's skipped conditions also sit beside its metrics, as ``skipped_conditions``."""
+    for task, reasons in (conditions or {}).items():
+        if isinstance(results.get("results", {}).get(task), dict):
+            results["results"][task]["skipped_conditions,none"] = reasons
     try:
         usage = usage_by_condition(results.get("samples") or {})
     except Exception:
         logger.exception("pathbind: could not sum token usage per condition")
         usage = {}
-    return {"skipped_tasks": skipped, "usage_by_condition": usage}
+    return {"skipped_tasks": skipped, "skipped_conditions": conditions or {}, "usage_by_condition": usage}
+
+
+def _model_settings(lm: Any) -> Any:
+    """What the model reports it ran with (``pathbind_settings``: for ``pathbind_hf`` its dtype, placement, image
+    limits and the generation settings that apply), as JSON; None for a model that reports nothing."""
+    try:
+        return getattr(lm, "pathbind_settings", None)
+    except Exception:
+        logger.exception("pathbind: could not read the model's settings")
+        return None
 
 
 def _model_label(lm: Any, cli_args: Any = None) -> str:

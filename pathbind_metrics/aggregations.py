@@ -42,7 +42,8 @@ def condition_accuracy(records: Records, condition: str = "image") -> float:
     return accuracy(list(answered.values()))
 
 
-UNPAIRED_CAUSES = "data without the condition, or a --limit that is not a multiple of the task's number of conditions"
+UNPAIRED_CAUSES = ("data without the condition, a --limit that is not a multiple of the task's number of conditions, "
+                   "or a condition skipped for this model (results['pathbind']['skipped_conditions'])")
 
 
 def _metrics_of(condition: str) -> str:

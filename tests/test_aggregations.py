@@ -9,7 +9,14 @@ import pytest
 from scipy import stats
 
 from pathbind_metrics import multimodal_gain
-from pathbind_metrics.aggregations import accuracy_drop, by_dimension, ci95, condition_accuracy, named_aggregations
+from pathbind_metrics.aggregations import (
+    UNPAIRED_CAUSES,
+    accuracy_drop,
+    by_dimension,
+    ci95,
+    condition_accuracy,
+    named_aggregations,
+)
 from pathbind_metrics.vqa import paired_bootstrap_ci
 
 
@@ -104,8 +111,7 @@ def test_items_cut_short_are_counted_in_the_warning_and_left_out_of_the_gain(log
     records = [record("a", "image", True), record("a", "text", False), record("b", "image", False)]
     assert named_aggregations()["acc_text"](records) == 0.0 and named_aggregations()["mg"](records) == 100.0
     assert logged_warnings == ["task unknown, condition text: 1 of the 2 items answered with the image have no answer "
-                        "under text; acc_text and mg cover only the 1 items answered under both (data without the "
-                        "condition, or a --limit that is not a multiple of the task's number of conditions)"]
+                        f"under text; acc_text and mg cover only the 1 items answered under both ({UNPAIRED_CAUSES})"]
 
 
 def test_complete_items_log_nothing(logged_warnings):
