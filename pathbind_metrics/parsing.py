@@ -4,23 +4,35 @@ Where to look (the first that applies; everything else in the text is then ignor
 
 1. Reasoning is dropped first: ``<think>...</think>`` blocks, an unclosed ``<think>`` up to the next
    ``<answer>`` (or the end), and everything before a stray ``</think>``.
-2. The content of the last ``<answer>...</answer>`` (any case; an unclosed ``<answer>`` runs to the end).
-3. Else the content of the last ``\boxed{...}`` (``\text{...}``-style wrappers removed).
+2. The content of every ``<answer>...</answer>`` tag (any case; an unclosed ``<answer>`` runs to the end).
+3. Else the content of every ``\boxed{...}`` (``\text{...}``-style wrappers removed).
 4. Else the whole text.
 
 Decisions for ambiguous cases:
 
-- Every answer form found is collected, with no precedence between forms; an answer is returned only when
-  they all name the same valid option. "Answer: B. Because A is wrong" is B (a bare "A is" is no answer
-  form), but "Answer: B. (A) is wrong" and "Answer: A ... Answer: B" are None.
-- Outside a tag or box letters must be capitals, so the article "a" is never option A. Inside a tag or box a
-  lone letter of either case ("<answer>a</answer>") is that option.
+- Every answer form found in the region (all tags, or all boxes) is collected, with no precedence between
+  forms or tags; an answer is returned only when they all name the same valid option.
+  "<answer>B</answer><answer>B</answer>" is B, "<answer>B</answer><answer>C</answer>" is None.
+  "Answer: B. Because A is wrong" is B (a bare "A is" is no answer form), but "Answer: B. (A) is wrong" and
+  "Answer: A ... Answer: B" are None.
+- Outside a tag or box a letter must be a capital, so the article "a" is never option A, except in an
+  explicit form: parenthesised after "answer is", "answer:", "option is" or "option" ("The correct option is
+  (d).", "Final answer: (b)", "option (d)"), or bare after "answer:" when a ")", punctuation or the line end
+  follows ("Answer: c", "Answer: b) squamous"). "The answer is a gland" and "The answer is a" are None.
+  Inside a tag or box a lone letter of either case ("<answer>a</answer>") is that option.
 - A letter beyond the options ("E" with four options) makes the answer None, even beside a valid one;
-  so does an enumeration after a form ("Answer: A or B", "Option A, C").
+  so does an enumeration after a form, hedged or not ("Answer: A or B", "Option A, C", "B or maybe C",
+  "Answer: B (or C)", "Answer: c or d").
+- A negated letter names nothing: a negator ("not", "no", "never", "without", "neither", "nor", "unlike",
+  "excluding", "except", "rather than", "instead of", "isn't" and the other "-n't" forms of be, "non-")
+  negates up to the next three words, stopping at punctuation or a contrast word ("but", "however",
+  "rather", "instead", "though", "although", "yet", "whereas", "while"). "Answer: B, not C" is B; "not sure",
+  "not certain", "not clear", "not only" and "not just" negate nothing.
 - Yes/no words (是/是的 -> yes, 否/不是 -> no) count when they open the text, a line or a sentence and are
-  followed by punctuation or the line end ("Yes, ...", "No."), when they follow "answer:"/"answer is", or
-  when paired with another ("Yes and no", "yes/no"). "No malignancy is seen" is None; "nodule", "none",
-  "not" and "cannot" never count.
+  followed by punctuation or the line end ("Yes, ...", "No."), when they follow "answer:"/"answer is", when
+  they follow a comma or a correction ("Yes, but actually no.", "No. Actually, yes.": both None), or when
+  paired with another ("Yes and no", "yes/no"). "No malignancy is seen" is None; "nodule", "none", "not" and
+  "cannot" never count.
 """
 
 import re
@@ -39,8 +51,11 @@ _LATEX = re.compile(r"\\[A-Za-z]+|[{}]")
 # Markdown emphasis ("**B**", "`B`") hides letters from the forms below.
 _MARKDOWN = re.compile(r"[*`]")
 
-# A capital, or an enumeration of capitals ("A or B", "(A)/(C)"), that does not run into a word ("Based").
-_LETTERS = r"(\(?[A-Z]\)?(?:\s*(?:,|/|&|\b(?i:or|and)\b)\s*\(?[A-Z]\)?)*)(?![A-Za-z0-9])"
+# What joins an enumeration of letters, maybe hedged: "A or B", "(A)/(C)", "B or maybe C", "B (or C)".
+_HEDGE = r"(?:\s*\b(?i:maybe|perhaps|possibly|probably|rather|even|also)\b)?"
+_SEP = r"\s*\(?\s*(?:,(?:\s*\b(?i:or|and)\b)?|/|&|\b(?i:or|and)\b)" + _HEDGE + r"\s*"
+# A capital, or an enumeration of capitals, that does not run into a word ("Based").
+_LETTERS = r"(\(?[A-Z]\)?(?:" + _SEP + r"\(?[A-Z]\)?)*)(?![A-Za-z0-9])"
 # One standalone capital inside a matched form: skips the "OR" of "A OR B".
 _LETTER = re.compile(r"(?<![A-Za-z])[A-Z](?![A-Za-z])")
 _CHOICE_FORMS = (
@@ -53,6 +68,22 @@ _CHOICE_FORMS = (
     # "B." or "B)" opening a line, e.g. "B. Squamous cell carcinoma"; "A gland" has no such mark.
     re.compile(r"^\s*([A-Z])[.)](?!\S)", re.M),
 )
+# Lowercase letters only in an explicit form: parenthesised after "answer is", "answer:" or "option" ("option (d)"),
+# or bare after "answer:" up to a ")", punctuation or the line end ("Answer: c"); never "the answer is a gland".
+_LOWER_ONE = r"\(?[a-z]\)?(?![A-Za-z0-9])"
+_LOWER_LIST = rf"({_LOWER_ONE}(?:{_SEP}{_LOWER_ONE})*)"
+_LOWER_FORMS = (
+    re.compile(r"(?i:\b(?:(?:answer|option|choice)\s*(?:is\s*:?|:)\s*(?:option\s+)?|(?:option|choice)\s+))"
+               r"(?=\([a-z]\))" + _LOWER_LIST),
+    re.compile(r"(?i:\b(?:answer|option|choice)\s*:\s*(?:option\s+)?)" + _LOWER_LIST
+               + r"(?:(?<=\))|(?=[ \t]*(?:[.,;:!?](?!\S)|$)))", re.M),
+)
+_LOWER = re.compile(r"(?<![A-Za-z])[a-z](?![A-Za-z])")
+# A negator and the up to three words it negates, up to punctuation or a contrast word; "not sure" negates nothing.
+_NEGATOR = (r"(?:\b(?:not|no|never|without|neither|nor|unlike|excluding|except|rather\s+than|instead\s+of"
+            r"|(?:is|are|was|were)n['\u2019]t)\b(?!\s+(?:sure|certain|clear|only|just)\b)|\bnon-)")
+_SCOPE_WORD = r"\s*(?!(?:but|however|rather|instead|though|although|yet|whereas|while)\b)[^\s.,;:!?]+"
+_NEGATED = re.compile(_NEGATOR + r"(?:" + _SCOPE_WORD + r"){0,3}", re.I)
 # The whole response is one letter; only inside a tag or box may it be lowercase ("<answer>a</answer>").
 _LONE_UPPER = re.compile(r"\s*([A-Z])\s*")
 _LONE_ANY = re.compile(r"\s*\(?([A-Za-z])\)?[.)]?\s*")
@@ -68,6 +99,9 @@ _YES_NO_FORMS = (
     re.compile(r"(?:^|(?<=[.!?\u3002\uff01\uff1f]))[\s(\"']*" + _YN + _YN_END, re.I | re.M),
     # An explicit form may go on: "The answer is yes because ...".
     re.compile(r"\banswer\s*(?:is\s*:?|:)\s*" + _YN + r"(?![A-Za-z\u4e00-\u9fff])", re.I),
+    # A comma or a correction before it: "Yes, but actually no.", "No. Actually, yes."
+    re.compile(r"(?:[,;:\uff0c]|\b(?:actually|but|or|rather|then|so|well|wait|maybe|perhaps|probably|i\s+think"
+               r"|i'd\s+say)\b)[\s\"']*" + _YN + _YN_END, re.I),
     # A hedge names both words: "Yes and no", "yes or no", "yes/no".
     re.compile(r"(?<![A-Za-z])" + _YN + r"\s*(?:,|/|\bor\b|\band\b)\s*" + _YN + _YN_END, re.I),
 )
@@ -102,18 +136,35 @@ def choice_letters(n: int) -> list[str]:
     return [chr(ord("A") + i) for i in range(n)]
 
 
-def _region(text: str) -> tuple[str, bool]:
-    """The text to parse, and whether it came from an answer tag or a box."""
+def _regions(text: str) -> tuple[list[str], bool]:
+    """The texts to parse (every answer tag, else every box, else the text), and whether they are tags or boxes."""
     text = _THINK_BLOCK.sub(" ", text)
     if opened := _THINK_OPEN.search(text):
         answer = _ANSWER_OPEN.search(text, opened.end())
         text = text[: opened.start()] + (text[answer.start() :] if answer else "")
     text = _MARKDOWN.sub("", _THINK_CLOSE.split(text)[-1])
     if tags := _ANSWER_TAG.findall(text):
-        return tags[-1], True
+        return tags, True
     if boxed := _BOXED.findall(text):
-        return _LATEX.sub("", boxed[-1]), True
-    return text, False
+        return [_LATEX.sub("", box) for box in boxed], True
+    return [text], False
+
+
+def _region(text: str) -> tuple[str, bool]:
+    """The answer region as one text (its tags or boxes one per line), and whether it came from tags or boxes."""
+    regions, contained = _regions(text)
+    return "\n".join(regions), contained
+
+
+def drop_negated(text: str) -> str:
+    """``text`` without its negated words, so "not tumor" or "not (B)" names nothing (see the module docstring).
+
+    Examples
+    --------
+    >>> drop_negated("Answer: B, not C")
+    'Answer: B, '
+    """
+    return _NEGATED.sub("", text)
 
 
 def _norm(text: str) -> str:
@@ -143,16 +194,23 @@ def parse_choice(text: str, options: list[str]) -> str | None:
     >>> parse_choice("A or B", ["x", "y", "z"]) is None
     True
     """
-    region, contained = _region(text)
-    found = {letter for form in _CHOICE_FORMS for m in form.finditer(region) for letter in _LETTER.findall(m[1])}
+    regions, contained = _regions(text)
+    letters = choice_letters(len(options))
+    found = set().union(*(_named(region, contained, letters, options) for region in regions))
+    return found.pop() if len(found) == 1 and found <= set(letters) else None
+
+
+def _named(region: str, contained: bool, letters: list[str], options: list[str]) -> set[str]:
+    """Every letter one tag, box or text names, by a form, as a lone letter or by an option's exact text."""
+    kept = drop_negated(region)
+    found = {letter for form in _CHOICE_FORMS for m in form.finditer(kept) for letter in _LETTER.findall(m[1])}
+    found |= {letter.upper() for form in _LOWER_FORMS for m in form.finditer(kept) for letter in _LOWER.findall(m[1])}
     if lone := (_LONE_ANY if contained else _LONE_UPPER).fullmatch(region):
         found.add(lone[1].upper())
     spans = [region, *_ANSWER_REST.findall(region)]
     spans += [m[1] for span in spans if (m := _PREFIX.fullmatch(span.strip()))]
-    letters = choice_letters(len(options))
     wanted = {_norm(span) for span in spans}
-    found |= {letter for letter, option in zip(letters, options, strict=True) if _norm(option) in wanted - {""}}
-    return found.pop() if len(found) == 1 and found <= set(letters) else None
+    return found | {letter for letter, option in zip(letters, options, strict=True) if _norm(option) in wanted - {""}}
 
 
 def parse_yes_no(text: str) -> str | None:

@@ -1,8 +1,8 @@
 r"""Strict parsing of PathView answers: boxes, counts and options; never guess, return None instead.
 
-Each parser reads the answer region of :mod:`pathbind_metrics.parsing`: the last ``<answer>`` tag (else the last
-``\boxed{}``, else the whole text), after ``<think>`` reasoning is dropped. Refusals are judged before parsing,
-by :func:`pathbind_metrics.refusal.is_refusal`.
+Each parser reads the answer region of :mod:`pathbind_metrics.parsing`: every ``<answer>`` tag (else every
+``\boxed{}``, else the whole text), after ``<think>`` reasoning is dropped; two tags that say different things
+are two answers. Refusals are judged before parsing, by :func:`pathbind_metrics.refusal.is_refusal`.
 
 - Boxes: every bracketed list of exactly four numbers, ``[x_min, y_min, x_max, y_max]`` (as JSON lists, so
   ``{"bbox_2d": [1, 2, 3, 4]}`` is read too). Their convention and validity are the scorer's business.
@@ -11,7 +11,8 @@ by :func:`pathbind_metrics.refusal.is_refusal`.
   word ("twelve") is None: an unparseable count is never read as 0.
 - Options: the option letter or text as :func:`pathbind_metrics.parse_choice` reads them; else the one
   option whose canonical label (through a :class:`~pathbind_metrics.labels.LabelMatcher`) is the only
-  label of the options the region names ("tumour cells" is the option "neoplastic cell").
+  label of the options the region names ("tumour cells" is the option "neoplastic cell"). A negated label
+  is not named ("It is definitely not tumor", "no tumor"), by the negation rule of :mod:`pathbind_metrics.parsing`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import re
 
 from pathbind_metrics.labels import LabelMatcher
 from pathbind_metrics.parsing import _region as answer_region
-from pathbind_metrics.parsing import parse_choice
+from pathbind_metrics.parsing import drop_negated, parse_choice
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?"
 _BOX = re.compile(rf"\[\s*({_NUMBER})\s*,\s*({_NUMBER})\s*,\s*({_NUMBER})\s*,\s*({_NUMBER})\s*\]")
@@ -71,13 +72,15 @@ def parse_option(text: str, options: list[str], matcher: LabelMatcher) -> str | 
     'neoplastic cell'
     >>> parse_option("These are tumor cells.", ["lymphocyte", "neoplastic cell"], matcher)
     'neoplastic cell'
+    >>> parse_option("These are not tumor cells.", ["lymphocyte", "neoplastic cell"], matcher) is None
+    True
     """
     letter = parse_choice(text, options)
     if letter is not None:
         return options[ord(letter) - ord("A")]
     region, _ = answer_region(text)
     labels = [matcher.canonical(option) for option in options]
-    named = set(matcher.find(region)) & set(labels) - {None}
+    named = set(matcher.find(drop_negated(region))) & set(labels) - {None}
     if len(named) != 1:
         return None
     hits = [option for option, label in zip(options, labels, strict=True) if label in named]

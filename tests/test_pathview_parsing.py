@@ -19,6 +19,9 @@ from pathbind_tasks.pathview.vocabulary import answer_class, matcher, vocabulary
     "There is not enough information in this field.",
     "<answer>Unable to count: nuclei are not resolved.</answer>",
     "This is indeterminate.",
+    "I cannot determine the organ, but it is not possible to say more.",
+    "The organ cannot be determined; it's hard to say, but it is unclear.",
+    "<answer>insufficient evidence</answer><answer>Cannot be determined.</answer>",
 ])
 def test_refusals_are_recognised(text):
     """The explicit form, or a listed phrase, in the answer region is a refusal."""
@@ -31,6 +34,10 @@ def test_refusals_are_recognised(text):
     "<think>The organ cannot be determined easily, but</think><answer>C</answer>",
     "I cannot determine... just kidding. <answer>12</answer>",
     "The cannot-be-determined case does not apply: <answer>breast</answer>",
+    "I cannot determine the organ, but it is liver",
+    "Cannot be determined with certainty; however, this is probably kidney.",
+    "Insufficient evidence. Answer: liver",
+    "<answer>insufficient evidence</answer><answer>liver</answer>",
 ])
 def test_answers_are_not_refusals(text):
     """Single negative words never count, and an answer tag that holds an answer is an answer."""
@@ -85,10 +92,23 @@ OPTIONS = ["lymphocyte", "neoplastic cell", "fibroblast", "plasma cell"]
     ("These are lymphocytes.", "lymphocyte"), ("<answer>spindle cell</answer>", "fibroblast"),
     ("<answer>A or B</answer>", None), ("<answer>lymphocyte or plasma cell</answer>", None),
     ("<answer>E</answer>", None), ("<answer>macrophage</answer>", None),
+    ("<answer>B</answer><answer>C</answer>", None),
+    ("<answer>B</answer><answer>neoplastic cell</answer>", "neoplastic cell"),
+    ("<answer>fibroblast</answer><answer>lymphocyte</answer>", None),
+    ("These are not lymphocytes.", None), ("No lymphocytes; fibroblasts.", "fibroblast"),
+    ("They aren't fibroblasts but lymphocytes.", "lymphocyte"),
+    ("Plasma cells rather than lymphocytes.", "plasma cell"),
+    ("The correct option is (d).", "plasma cell"),
 ])
 def test_parse_option_by_letter_text_or_synonym(text, expected):
     """An option by letter, by text, or by a synonym of its label; several or none is None."""
     assert parse_option(text, OPTIONS, matcher()) == expected
+
+
+def test_parse_option_ignores_a_negated_option():
+    """A negated option is not that option: "not tumor" names nothing."""
+    assert parse_option("It is definitely not tumor", ["tumor", "stroma"], matcher()) is None
+    assert parse_option("It is definitely tumor", ["tumor", "stroma"], matcher()) == "tumor"
 
 
 def test_parse_entities_through_synonyms_longest_first():
