@@ -36,12 +36,6 @@ def input_size(processor: Any, image_size: tuple[int, int]) -> tuple[int, int]:
     return width, height
 
 
-def input_size_from_grid(image_grid_thw: Any, patch_size: int) -> tuple[int, int]:
-    """(W, H) of the resized input from one image's ``image_grid_thw`` row (patches along t, h, w)."""
-    _, rows, columns = (int(v) for v in image_grid_thw)
-    return columns * patch_size, rows * patch_size
-
-
 def native_to_pixels(boxes: Any, native: str, image_size: tuple[int, int], processor: Any) -> np.ndarray:
     """Boxes written in a family's ``native`` frame as pixel boxes of the original ``image_size`` image."""
     if native == "per_mille":
