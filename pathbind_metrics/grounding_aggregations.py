@@ -54,6 +54,11 @@ def item_record(maps: Sequence[dict[str, np.ndarray] | str], box: Sequence[float
     return record
 
 
+def lost_record(reason: str) -> dict[str, Any]:
+    """The record of an item that could not be scored at all: every measure NaN, no view (none was reported)."""
+    return {**item_record([reason], [0, 0, 0, 0], (1, 1)), "view_box": None}
+
+
 def _sweep(attn_map: np.ndarray | None, geometry: dict[str, Any], lost: dict[str, str]) -> dict[str, Any]:
     """IoU/precision/recall per q of the sweep and pixel-AP, all from one heat map."""
     if attn_map is None:

@@ -139,6 +139,13 @@ def test_items_say_when_their_box_is_outside_the_view():
     assert lost[f"diagnostic: {ga.BOX_PARTLY_OUTSIDE_VIEW}"] == 1
 
 
+def test_an_item_lost_before_any_map_reports_no_view():
+    """A response that is not a response says why; it claims no view_box, not the placeholder's 1×1 image."""
+    record = ga.lost_record("not an attention response")
+    assert record["view_box"] is None and record["lost"]["item"] == "not an attention response"
+    assert math.isnan(record["iou"]["0.2"]) and ga.lost_items([record])["scored"] == 0
+
+
 @pytest.mark.parametrize("view_box", [[0, 0, 0, 10], [1, 2, 3], [600, 0, 700, 256], [float("nan"), 0, 1, 1]])
 def test_a_bad_view_box_is_named(view_box):
     assert grounding.grounding_problem(np.eye(4), [0, 0, 10, 10], (512, 256), view_box=view_box) == grounding.BAD_VIEW

@@ -70,8 +70,7 @@ def _score(doc: dict[str, Any], response: str) -> dict[str, Any]:
                           view_box=decoded.view_box)
 
 
-process_results = response_scorer("grounding", METRICS, {"split": "split"}, _score,
-                                  lambda reason: ga.item_record([reason], [0, 0, 0, 0], (1, 1)))
+process_results = response_scorer("grounding", METRICS, {"split": "split"}, _score, ga.lost_record)
 
 
 def _headline(field: str) -> Callable[[list[dict[str, Any]]], float]:
