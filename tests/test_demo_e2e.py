@@ -91,6 +91,15 @@ def test_results_and_sample_logs_carry_every_metric(control):
     assert {s["acc_image"]["condition"] for s in samples} == {"image", "text"}
 
 
+def test_every_row_of_every_demo_task_is_evaluated(control):
+    """The accounting metric of each task: all rows read, all evaluated, none dropped."""
+    tasks = {task: figures for task, figures in control["results"]["results"].items() if "accounting,none" in figures}
+    assert len(tasks) >= 5
+    for task, figures in tasks.items():
+        accounting = figures["accounting,none"]
+        assert accounting["rows"] == accounting["evaluated"] > 0 and accounting["dropped"] == {}, task
+
+
 def test_two_processes_give_exactly_the_one_process_metrics(control, tmp_path):
     """torchrun --nproc_per_node 2 strides docs across ranks; gathered metrics equal the single-process run."""
     with socket.socket() as probe:  # a free port for the rendezvous

@@ -15,6 +15,7 @@ import numpy as np
 from PIL import Image, ImageFilter
 
 from pathbind_metrics.aggregations import ABLATION_CONDITIONS
+from pathbind_tasks.common.accounting import counting
 
 WITH_AND_WITHOUT_IMAGE = ("image", "text")
 IMAGE_ONLY = ("image",)
@@ -37,7 +38,8 @@ def with_conditions(conditions: Sequence[str], convert: Converter | None = None)
         raise ValueError(f"unknown condition(s) {unknown}; known: text, {', '.join(ABLATIONS)}")
 
     def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
-        docs = with_readable_images(convert(dataset) if convert else dataset)
+        with counting(dataset) as ledger:
+            docs = ledger.close(with_readable_images(convert(dataset) if convert else dataset))
         parts = [_condition(docs, condition) for condition in conditions]
         return item_by_item(datasets.concatenate_datasets(parts), len(docs))
 

@@ -48,7 +48,8 @@ def response_scorer(kind: str, metrics: tuple[str, ...], fields: dict[str, str],
     """
 
     def process_results(doc: Record, results: list[str]) -> Record:
-        base = {"id": str(doc.get("id")), **{key: doc.get(column) for key, column in fields.items()}}
+        base = {"id": str(doc.get("id")), "accounting": doc.get("accounting"),
+                **{key: doc.get(column) for key, column in fields.items()}}
         try:
             if doc.get("image_error"):
                 raise ValueError(doc["image_error"])

@@ -22,6 +22,7 @@ from PIL import Image
 from pathbind import render_template
 from pathbind.requests import OcclusionRequest, OcclusionResponse
 from pathbind_metrics import faithfulness_aggregations as fa
+from pathbind_tasks.common.accounting import counting
 from pathbind_tasks.common.conditions import with_readable_images
 from pathbind_tasks.common.failures import response_scorer
 from pathbind_tasks.common.ordering import in_id_order
@@ -30,7 +31,7 @@ from pathbind_tasks.sources.raw import require
 COLUMNS = ("id", "image", "expression", "bbox", "width", "height")
 OPTIONS, REFERENCE = ("Yes", "No"), 0
 SEED = 0  # combined with each item's id, so the random curve order and control boxes do not depend on the rank
-METRICS = (*fa.HEADLINE, "control_boxes", "faith_ci", "perm_tests", "verdict", "faith_lost")
+METRICS = (*fa.HEADLINE, "control_boxes", "faith_ci", "perm_tests", "verdict", "faith_lost", "accounting")
 
 
 def subgroups_by(column: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
@@ -38,8 +39,9 @@ def subgroups_by(column: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
 
     def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
         require(dataset.column_names, (*COLUMNS, column), dataset="faithfulness", folder="pathbind_grounding")
-        docs = with_readable_images(dataset)
-        return docs.add_column("subgroup", [str(value) for value in docs[column]])
+        with counting(dataset) as ledger:
+            docs = with_readable_images(dataset)
+            return ledger.close(docs.add_column("subgroup", [str(value) for value in docs[column]]))
 
     return process_docs
 

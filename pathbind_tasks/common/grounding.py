@@ -17,6 +17,7 @@ from PIL import Image
 from pathbind import render_template
 from pathbind.requests import LAYER_SETS, AttentionRequest, AttentionResponse, Query
 from pathbind_metrics import grounding_aggregations as ga
+from pathbind_tasks.common.accounting import counting, drop
 from pathbind_tasks.common.conditions import with_readable_images
 from pathbind_tasks.common.failures import response_scorer
 from pathbind_tasks.common.ordering import in_id_order
@@ -25,14 +26,16 @@ from pathbind_tasks.sources.raw import require
 ALTERNATIVES_SEED = 0
 N_ALTERNATIVES = 2  # K = 3 queries per image: the true expression and two others
 COLUMNS = ("id", "image", "expression", "bbox", "width", "height", "split")
-METRICS = (*ga.HEADLINE, "attn_ci", "q_sweep", "layer_sweep", "lost_items")
+METRICS = (*ga.HEADLINE, "attn_ci", "q_sweep", "layer_sweep", "lost_items", "accounting")
 
 
 def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
     """Check the schema, check every image, then draw each item's alternative expressions."""
     require(dataset.column_names, COLUMNS, dataset="grounding", folder="pathbind_grounding")
-    docs = with_readable_images(dataset)
-    return docs.add_column("alternatives", draw_alternatives(list(docs["expression"]), list(docs["split"])))
+    with counting(dataset) as ledger:
+        docs = with_readable_images(dataset)
+        alternatives = draw_alternatives(list(docs["expression"]), list(docs["split"]))
+        return ledger.close(docs.add_column("alternatives", alternatives))
 
 
 def draw_alternatives(expressions: list[str], splits: list[str], *, k: int = N_ALTERNATIVES,
@@ -93,7 +96,10 @@ def split_filter(split: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
 
     def keep(dataset: datasets.Dataset) -> datasets.Dataset:
         require(dataset.column_names, COLUMNS, dataset="pathbind_grounding", folder="grounding")
-        return process_docs(dataset.filter(lambda s: s == split, input_columns="split"))
+        with counting(dataset):
+            kept = dataset.filter(lambda s: s == split, input_columns="split")
+            drop(f"split is not {split}", len(dataset) - len(kept))
+            return process_docs(kept)
 
     return keep
 

@@ -85,7 +85,7 @@ def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], 
         record: dict[str, Any] = {"task": calling_task(), "id": str(doc.get("id")),
                                   "condition": doc.get("condition", "image"),
                                   "dimension": doc.get("dimension"), "source": doc.get("source"),
-                                  "image_from": doc.get("image_from")}
+                                  "image_from": doc.get("image_from"), "accounting": doc.get("accounting")}
         try:
             if doc.get("image_error") and record["condition"] != "text":
                 raise ValueError(doc["image_error"])

@@ -17,6 +17,7 @@ from typing import Any
 import datasets
 from PIL import Image
 
+from pathbind_tasks.common.accounting import drop
 from pathbind_tasks.common.conditions import IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
 from pathbind_tasks.sources.raw import (
     MCQ_FEATURES,
@@ -61,6 +62,8 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
         selected = [row for row in dataset if str(row["id"]) in wanted]
     else:
         selected = [row for row in dataset if is_pathology(str(row["question"] or ""))]
+    drop(f"not listed in {ID_LIST}" if wanted is not None else "not a pathology question",
+         len(dataset) - len(selected))
     root = image_root(DATA_NAME, dataset=DATASET, cache_dir=HUB_CACHE)
     ids = unique_ids([str(row["id"]) for row in selected], dataset=DATASET)
     rows = [_row(doc_id, row, root) for doc_id, row in zip(ids, selected, strict=True)]

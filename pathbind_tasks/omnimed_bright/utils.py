@@ -14,6 +14,7 @@ from typing import Any
 
 import datasets
 
+from pathbind_tasks.common.accounting import drop
 from pathbind_tasks.common.conditions import IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
 from pathbind_tasks.sources.raw import (
     MCQ_FEATURES,
@@ -51,6 +52,8 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
         selected = [row for row in dataset if str(row["question_id"]) in wanted]
     else:
         selected = [row for row in dataset if not has_modality or modality(row) == MICROSCOPY]
+    drop(f"not listed in {ID_LIST}" if wanted is not None else f"modality is not {MICROSCOPY}",
+         len(dataset) - len(selected))
     root = image_root(DATA_NAME, dataset=DATASET)
     ids = unique_ids([str(row["question_id"]) for row in selected], dataset=DATASET)
     rows = [_row(doc_id, row, root) for doc_id, row in zip(ids, selected, strict=True)]

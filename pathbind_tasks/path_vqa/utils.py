@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datasets
 
+from pathbind_tasks.common.accounting import drop
 from pathbind_tasks.common.conditions import IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
 from pathbind_tasks.sources.raw import YES_NO_FEATURES, embedded_docs, require, yes_no
 
@@ -16,6 +17,7 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     require(dataset.column_names, COLUMNS, dataset=DATASET, folder="path_vqa")
     answers = [yes_no(answer) for answer in dataset["answer"]]
     keep = [row for row, answer in enumerate(answers) if answer]
+    drop("open-ended (answer is not yes or no)", len(dataset) - len(keep))
     questions = dataset["question"]
     prefix = f"path_vqa-{dataset.split}-" if dataset.split else "path_vqa-"
     columns = {"id": [f"{prefix}{row}" for row in keep], "question": [questions[row] for row in keep],

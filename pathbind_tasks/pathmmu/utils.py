@@ -15,6 +15,7 @@ from typing import Any
 
 import datasets
 
+from pathbind_tasks.common.accounting import read_rows
 from pathbind_tasks.common.conditions import IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
 from pathbind_tasks.sources.raw import (
     MCQ_FEATURES,
@@ -54,6 +55,7 @@ def convert_splits(splits: Sequence[str]) -> Callable[[datasets.Dataset], datase
 
     def convert(dataset: datasets.Dataset) -> datasets.Dataset:
         selected = list(items(dataset, splits))
+        read_rows(len(selected))  # data.json is one row; its items of these splits are the task's rows
         if not selected:
             raise ValueError(f"{DATASET}: data.json has no items in split(s) {', '.join(splits)}; subsets and splits "
                              f"present: { {s: sorted(v or {}) for s, v in dataset[0].items()} }")

@@ -8,6 +8,7 @@ from pathlib import Path
 import datasets
 
 from pathbind.data import override_dir
+from pathbind_tasks.common.accounting import counting
 from pathbind_tasks.common.grounding import process_docs
 from pathbind_tasks.sources.raw import require
 
@@ -34,7 +35,8 @@ def pathvg_docs(split: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
                       for name in dataset["image_id"]],
             "expression": list(dataset["expression"]), "bbox": list(dataset["bbox"]),
             "width": list(dataset["width"]), "height": list(dataset["height"]), "split": [split] * len(dataset)}
-        return process_docs(datasets.Dataset.from_dict(rows, features=FEATURES))
+        with counting(dataset):
+            return process_docs(datasets.Dataset.from_dict(rows, features=FEATURES))
 
     return convert
 

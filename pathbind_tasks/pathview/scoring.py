@@ -22,7 +22,7 @@ from pathbind_metrics.refusal import REFUSAL_FORM, is_refusal
 from pathbind_tasks.common.failures import scoring_failure
 from pathbind_tasks.pathview.vocabulary import answer_class, matcher
 
-ANSWERABLE = ("false_refusal_rate", "invalid_rate")
+ANSWERABLE = ("false_refusal_rate", "invalid_rate", "accounting")
 
 
 class Unreadable(ValueError):
@@ -84,7 +84,7 @@ def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], 
         text = results[0] if results else ""
         record: dict[str, Any] = {"id": str(doc.get("id")), "source": doc.get("source"), "trap": doc.get("trap"),
                                   "reference": None, "parsed": None, "reason": "", "box_frame": doc.get("box_frame"),
-                                  "box_pixels": None}
+                                  "box_pixels": None, "accounting": doc.get("accounting")}
         try:
             problem = doc.get("doc_error") or doc.get("image_error")
             if problem:
@@ -110,4 +110,4 @@ score_choice = scorer(_judge_choice, ("accuracy", *ANSWERABLE))
 score_bins = scorer(_judge_choice, ("macro_f1", *ANSWERABLE))
 score_count = scorer(_judge_count, ("mae", *ANSWERABLE))
 score_description = scorer(_judge_description, ("entity_recall", *ANSWERABLE))
-score_trap = scorer(_judge_trap, ("srr", "invalid_rate"))
+score_trap = scorer(_judge_trap, ("srr", "invalid_rate", "accounting"))

@@ -13,6 +13,7 @@ from typing import Any
 
 import datasets
 
+from pathbind_tasks.common.accounting import drop
 from pathbind_tasks.common.conditions import IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
 from pathbind_tasks.sources.raw import YES_NO_FEATURES, embedded_docs, report_unmapped, require, yes_no
 
@@ -34,6 +35,7 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     """Keep the CLOSED items; one whose label is not yes/no keeps its raw answer (scored invalid)."""
     require(dataset.column_names, COLUMNS, dataset=DATASET, folder="quilt_vqa")
     keep = [row for row, kind in enumerate(dataset["answer_type"]) if str(kind).strip().upper() == CLOSED]
+    drop(f"answer_type is not {CLOSED}", len(dataset) - len(keep))
     raw_answers, questions = dataset["answer"], dataset["question"]
     labels = dataset["yes_no_answer"] if "yes_no_answer" in dataset.column_names else [None] * len(dataset)
     answers = [closed_label(raw_answers[row], labels[row]) for row in keep]

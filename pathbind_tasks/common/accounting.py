@@ -1,0 +1,120 @@
+"""Row accounting: every row a task reads ends up evaluated or dropped with a named reason.
+
+A task's ``process_docs`` opens a ledger with :func:`counting` over the rows lmms-eval hands it (before any
+``--limit``); its conversion reports each row it leaves out with :func:`drop`; :meth:`Ledger.close` checks
+``rows == kept + dropped`` and writes the ledger into every document's ``accounting`` column. The scorers copy
+it into each record, so it reaches the ``accounting`` aggregation through lmms-eval itself, identically for 1 or
+N processes. The aggregation reports ``{"rows", "evaluated", "dropped": {reason: count}}``: items kept but not
+evaluated (``--limit``, or no condition answered) are dropped with that reason, and a task that dropped rows
+says so in one warning line.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any
+
+import datasets
+from loguru import logger
+
+COLUMN = "accounting"
+NOT_EVALUATED = "beyond --limit, or every condition skipped for this model"
+UNACCOUNTED = "unaccounted for by the task's conversion (a PathBind bug; please report it)"
+
+
+@dataclass
+class Ledger:
+    """The rows a task read and the reasons it dropped some; ``kept`` once closed."""
+
+    rows: int
+    task: str | None = None
+    dropped: Counter[str] = field(default_factory=Counter)
+    kept: int | None = None
+
+    def close(self, docs: datasets.Dataset) -> datasets.Dataset:
+        """``docs`` (one per kept item, before conditions) with the ledger in an ``accounting`` column.
+
+        Idempotent, so a shared ``process_docs`` called inside another's ledger leaves the closing to it.
+        """
+        if self.kept is not None:
+            return docs
+        self.kept = len(set(docs["id"]))
+        missing = self.rows - self.kept - sum(self.dropped.values())
+        if missing:
+            logger.error(f"task {self.task or '?'}: {missing} of {self.rows} rows are neither kept nor dropped with "
+                         f"a reason; they are counted as {UNACCOUNTED!r}")
+            self.dropped[UNACCOUNTED] += missing
+        return docs.add_column(COLUMN, [self.encode()] * len(docs))
+
+    def encode(self) -> str:
+        return json.dumps({"task": self.task, "rows": self.rows, "kept": self.kept, "dropped": dict(self.dropped)})
+
+
+_open: ContextVar[Ledger | None] = ContextVar("pathbind_ledger", default=None)
+
+
+@contextmanager
+def counting(dataset: datasets.Dataset) -> Iterator[Ledger]:
+    """The ledger of the rows of ``dataset``, open while a task's documents are built (the open one if any)."""
+    current = _open.get()
+    if current is not None:
+        yield current
+        return
+    ledger = Ledger(len(dataset), _building_task())
+    token = _open.set(ledger)
+    try:
+        yield ledger
+    finally:
+        _open.reset(token)
+
+
+def drop(reason: str, count: int = 1) -> None:
+    """Count ``count`` rows left out of the task with ``reason`` (outside a ledger, e.g. in a unit test: nothing)."""
+    ledger = _open.get()
+    if ledger is not None and count:
+        ledger.dropped[reason] += count
+
+
+def read_rows(count: int) -> None:
+    """Set the row count for data whose items are not the dataset's rows (PathMMU's one-object ``data.json``)."""
+    ledger = _open.get()
+    if ledger is not None:
+        ledger.rows = count
+
+
+def _building_task(max_depth: int = 12) -> str | None:
+    """The lmms-eval task whose ``download`` is running ``process_docs`` (its ``self``), for messages."""
+    frame = sys._getframe(1)
+    for _ in range(max_depth):
+        frame = frame.f_back  # type: ignore[assignment]
+        if frame is None:
+            return None
+        owner: Any = frame.f_locals.get("self")
+        if type(owner).__module__.startswith("lmms_eval") and isinstance(getattr(owner, "task_name", None), str):
+            return owner.task_name
+    return None
+
+
+def accounting(records: Sequence[Mapping]) -> dict[str, Any]:
+    """The ``accounting`` aggregation: ``{"rows", "evaluated", "dropped": {reason: count}}`` of one task."""
+    ledgers = {str(r.get(COLUMN)) for r in records}
+    evaluated = len({str(r["id"]) for r in records})
+    if len(ledgers) != 1 or "None" in ledgers:
+        logger.error(f"accounting: the records carry {len(ledgers)} different ledgers (or none); the rows cannot be "
+                     f"accounted for")
+        return {"rows": None, "evaluated": evaluated, "dropped": {}}
+    ledger = json.loads(ledgers.pop())
+    dropped = Counter(ledger["dropped"])
+    dropped[NOT_EVALUATED] += ledger["kept"] - evaluated
+    dropped = Counter({reason: n for reason, n in dropped.items() if n})
+    if dropped:
+        reasons = ", ".join(f"{reason}: {n}" for reason, n in dropped.most_common())
+        logger.warning(f"task {ledger['task'] or '?'}: {sum(dropped.values())} of {ledger['rows']} rows were not "
+                       f"evaluated ({reasons}); see 'accounting' in results.json")
+    return {"rows": ledger["rows"], "evaluated": evaluated, "dropped": dict(sorted(dropped.items()))}

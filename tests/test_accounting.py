@@ -1,0 +1,108 @@
+"""Row accounting: every row a task reads is evaluated or dropped with a named reason, 1 or N processes alike."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import datasets
+import pytest
+from conftest import lmms_eval, metric
+from PIL import Image
+
+from pathbind_tasks.common import accounting
+from pathbind_tasks.common.accounting import NOT_EVALUATED, UNACCOUNTED, counting, drop
+from pathbind_tasks.common.conditions import WITH_AND_WITHOUT_IMAGE, with_conditions
+
+
+def _png() -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", (8, 6), (10, 20, 30)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def _rows(n: int) -> datasets.Dataset:
+    return datasets.Dataset.from_dict(
+        {"id": [f"q{i}" for i in range(n)], "image": [{"bytes": _png(), "path": None}] * n,
+         "question": ["Which?"] * n, "options": [["a", "b"]] * n, "answer": ["A"] * n,
+         "dimension": ["D1"] * n, "source": ["s"] * n},
+        features=datasets.Features({"id": datasets.Value("string"), "image": datasets.Image(),
+                                    "question": datasets.Value("string"),
+                                    "options": datasets.List(datasets.Value("string")),
+                                    "answer": datasets.Value("string"), "dimension": datasets.Value("string"),
+                                    "source": datasets.Value("string")}))
+
+
+def _ledger(docs: datasets.Dataset) -> dict:
+    ledgers = set(docs[accounting.COLUMN])
+    assert len(ledgers) == 1  # every document of the task carries the same ledger
+    return json.loads(ledgers.pop())
+
+
+def _records(docs: datasets.Dataset, ids: set[str] | None = None) -> list[dict]:
+    return [{"id": doc["id"], accounting.COLUMN: doc[accounting.COLUMN]}
+            for doc in docs.select_columns(["id", accounting.COLUMN]) if ids is None or doc["id"] in ids]
+
+
+def _dropping_odd_rows(dataset: datasets.Dataset) -> datasets.Dataset:
+    kept = dataset.select(range(0, len(dataset), 2))
+    drop("odd row", len(dataset) - len(kept))
+    return kept
+
+
+def test_rows_dropped_by_a_conversion_are_counted_with_their_reason():
+    docs = with_conditions(WITH_AND_WITHOUT_IMAGE, _dropping_odd_rows)(_rows(7))
+    assert _ledger(docs) == {"task": None, "rows": 7, "kept": 4, "dropped": {"odd row": 3}}
+    assert len(docs) == 8  # 4 items x 2 conditions, each carrying the ledger
+    assert accounting.accounting(_records(docs)) == {"rows": 7, "evaluated": 4, "dropped": {"odd row": 3}}
+
+
+def test_a_row_lost_without_a_reason_is_counted_as_unaccounted():
+    docs = with_conditions(WITH_AND_WITHOUT_IMAGE, lambda d: d.select(range(len(d) - 2)))(_rows(5))
+    assert _ledger(docs)["dropped"] == {UNACCOUNTED: 2}
+    result = accounting.accounting(_records(docs))
+    assert result["rows"] == result["evaluated"] + sum(result["dropped"].values()) == 5
+
+
+def test_items_kept_but_not_evaluated_are_dropped_as_such():
+    docs = with_conditions(WITH_AND_WITHOUT_IMAGE)(_rows(6))
+    result = accounting.accounting(_records(docs, {"q0", "q3"}))
+    assert result == {"rows": 6, "evaluated": 2, "dropped": {NOT_EVALUATED: 4}}
+
+
+def test_a_nested_process_docs_shares_the_outer_ledger():
+    """A filter that calls a shared process_docs (one split of a two-split file) keeps counting the whole file."""
+    inner = with_conditions(WITH_AND_WITHOUT_IMAGE)
+    rows = _rows(5)
+    with counting(rows):
+        kept = rows.select([0, 1])
+        drop("other split", 3)
+        docs = inner(kept)
+    assert _ledger(docs) == {"task": None, "rows": 5, "kept": 2, "dropped": {"other split": 3}}
+
+
+def test_records_without_one_ledger_report_no_row_count():
+    assert accounting.accounting([{"id": "a"}, {"id": "b"}])["rows"] is None
+
+
+def test_drop_outside_a_task_does_nothing():
+    drop("no ledger open")  # a converter called directly, as unit tests do
+
+
+@pytest.mark.slow
+def test_every_task_reports_its_rows_through_lmms_eval(tmp_path):
+    """The accounting metric sits beside the others, counted before --limit, and names the task that cut rows."""
+    tasks = "pathbind_demo_vqa,pathbind_demo_vqa_ablation,pathview_demo_region_ocl,pathbind_demo_grounding"
+    result = lmms_eval(tmp_path, "pathbind_blind", tasks, "--limit", "8")
+    rows = {"pathbind_demo_vqa": 60, "pathbind_demo_vqa_ablation": 60, "pathview_demo_region_ocl": 8,
+            "pathbind_demo_grounding": 24}
+    evaluated = {"pathbind_demo_vqa": 4, "pathbind_demo_vqa_ablation": 1, "pathview_demo_region_ocl": 8,
+                 "pathbind_demo_grounding": 8}
+    for task, n in rows.items():
+        figures = metric(result, task, "accounting")
+        assert figures["rows"] == n and figures["evaluated"] == evaluated[task], (task, figures)
+        assert figures["rows"] == figures["evaluated"] + sum(figures["dropped"].values())
+        assert set(figures["dropped"]) <= {NOT_EVALUATED}
+    log = result["stdout"] + result["stderr"]  # loguru writes to either, as lmms-eval configures it
+    assert "task pathview_demo_region_ocl: " not in log  # nothing cut, nothing to warn about
+    assert "task pathbind_demo_vqa: 56 of 60 rows were not evaluated" in log
