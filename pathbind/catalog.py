@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from pathbind.data import DataLocationError, apply_data_root
+from pathbind.data import DataLocationError, DataOverrideError, apply_data_root
 from pathbind.plugins import PluginManager
 
 LOCAL_BUILDERS = frozenset({"csv", "json", "parquet", "text", "pandas", "arrow"})
@@ -27,6 +27,7 @@ class TaskEntry:
     data: DataLocation | None = None
     error: str = ""  # the YAML cannot be read
     data_problem: str = ""  # the data location cannot be resolved (e.g. a gated set without PATHBIND_DATA)
+    data_status: str = "WARN"  # of data_problem: FAIL when PATHBIND_DATA is set but unusable for this task
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,11 @@ def _entry(path: Path, plugin: str, family: str) -> TaskEntry:
         try:
             location = data_location(apply_data_root(config), path.parent)
         except DataLocationError as exc:
-            return TaskEntry(str(config["task"]), "task", plugin, family, path, data_problem=str(exc))
+            status = "FAIL" if isinstance(exc, DataOverrideError) else "WARN"
+            return TaskEntry(str(config["task"]), "task", plugin, family, path, data_problem=str(exc),
+                             data_status=status)
+        except Exception as exc:  # a malformed dataset section: listed with its error, not fatal
+            return TaskEntry(str(config["task"]), "task", plugin, family, path,
+                             data_problem=f"{type(exc).__name__}: {exc}", data_status="FAIL")
         return TaskEntry(str(config["task"]), "task", plugin, family, path, location)
     return TaskEntry(path.stem, "include", plugin, family, path)

@@ -7,10 +7,22 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pathbind.catalog import plugin_tasks
+from pathbind.data import DataLocationError
 from pathbind.plugins import PluginManager, make_plugin_manager
 from pathbind.table import format_table
+
+if TYPE_CHECKING:
+    from pathbind.summary import ResultFile
+
+
+OK, FAILURE = 0, 1  # every subcommand's exit codes; argparse exits 2 on a bad command line (a usage error)
+
+
+class CommandError(Exception):
+    """An expected user error (a missing file, a bad path): one line on stderr and exit FAILURE."""
 
 
 def cmd_tasks(args: argparse.Namespace, pm: PluginManager) -> int:
@@ -18,7 +30,7 @@ def cmd_tasks(args: argparse.Namespace, pm: PluginManager) -> int:
     rows = [{"name": e.name, "kind": e.kind, "plugin": e.plugin, "family": e.family,
              "data": e.data.describe() if e.data else e.error or e.data_problem or "-"} for e in entries]
     _print(rows, ["name", "kind", "plugin", "family", "data"], args.json)
-    return 0
+    return _plugin_status("tasks", pm)
 
 
 def cmd_models(args: argparse.Namespace, pm: PluginManager) -> int:
@@ -26,7 +38,7 @@ def cmd_models(args: argparse.Namespace, pm: PluginManager) -> int:
              "aliases": ",".join(c.value.aliases), "description": c.value.description}
             for c in sorted(pm.models().values(), key=lambda c: c.name)]
     _print(rows, ["name", "plugin", "class", "description"], args.json)
-    return 0
+    return _plugin_status("models", pm)
 
 
 def cmd_doctor(args: argparse.Namespace, pm: PluginManager) -> int:
@@ -38,28 +50,61 @@ def cmd_doctor(args: argparse.Namespace, pm: PluginManager) -> int:
     else:
         for check in checks:
             print(f"[{check.status:>4}] {check.name}: {check.detail}")
-    return int(any(c.status == "FAIL" for c in checks))
+    return FAILURE if any(c.status == "FAIL" for c in checks) else OK
 
 
 def cmd_summary(args: argparse.Namespace, pm: PluginManager) -> int:
-    from pathbind.summary import dimension_rows, find_results, summary_rows
+    from pathbind.summary import accounting_rows, dimension_rows, summary_rows, unaccounted_tasks
 
-    files = find_results(args.paths)
-    if not files:
-        print(f"pathbind summary: no lmms-eval results.json under {', '.join(map(str, args.paths))} "
-              "(lmms-eval exits 0 even when a run fails: check its log)", file=sys.stderr)
-        return 1
-    rows = [row for file in files for row in summary_rows(file)]
-    if args.json:
-        print(json.dumps(rows, indent=2))
-        return 0
+    results = _usable_results(args.paths)
+    if not results:
+        return FAILURE
+    if args.json:  # each task's accounting as results.json has it
+        print(json.dumps([row for result in results for row in summary_rows(result, accounting=True)], indent=2))
+        return OK
+    rows = [row for result in results for row in summary_rows(result)]
     tables: dict[tuple[str, ...], list[dict]] = {}  # tasks reporting the same metrics share a table
     for row in rows:
         tables.setdefault(tuple(row), []).append(row)
-    dimensions = [row for file in files for row in dimension_rows(file)]
-    print("\n\n".join(format_table(table) for table in [*tables.values(), dimensions] if table))
-    print(f"\nfrom {len(files)} result file(s): " + ", ".join(map(str, files)))
-    return 0
+    dimensions = [row for result in results for row in dimension_rows(result)]
+    accounted = [row for result in results for row in accounting_rows(result)]
+    print("\n\n".join(format_table(table) for table in [*tables.values(), dimensions, accounted] if table))
+    missing = sorted({task for result in results for task in unaccounted_tasks(result)})
+    if missing:
+        print(f"\nno row accounting (not a PathBind task, or an older run): {', '.join(missing)}")
+    print(f"\nfrom {len(results)} result file(s): " + ", ".join(str(r.path) for r in results))
+    return OK
+
+
+def _usable_results(paths: list[Path]) -> list[ResultFile]:
+    """Each results file below ``paths`` that lmms-eval wrote; every other one named in a warning."""
+    from pathbind.summary import ResultsError, find_results, load_results
+
+    results, skipped = [], 0
+    for path in paths:
+        if not path.exists():
+            print(f"pathbind summary: warning: {path}: no such file or folder", file=sys.stderr)
+            skipped += 1
+        for file in find_results([path]) if path.exists() else []:
+            try:
+                results.append(load_results(file))
+            except ResultsError as exc:
+                print(f"pathbind summary: warning: {exc}; skipped", file=sys.stderr)
+                skipped += 1
+    if not results:
+        what = "no usable lmms-eval results file" if skipped else "no lmms-eval results.json"
+        print(f"pathbind summary: error: {what} under {', '.join(map(str, paths))} "
+              "(lmms-eval exits 0 even when a run fails: check its log)", file=sys.stderr)
+    return results
+
+
+def _plugin_status(command: str, pm: PluginManager) -> int:
+    """FAILURE, with a pointer to the doctor, when a plugin failed and its contributions are missing above."""
+    if not pm.failures:
+        return OK
+    print(f"pathbind {command}: error: plugin(s) {', '.join(sorted(pm.failures))} failed and are left out "
+          "(see the warnings above, or run `pathbind doctor`)", file=sys.stderr)
+    return FAILURE
 
 
 def build_parser(pm: PluginManager) -> argparse.ArgumentParser:
@@ -78,14 +123,24 @@ def build_parser(pm: PluginManager) -> argparse.ArgumentParser:
     summary.set_defaults(func=lambda a: cmd_summary(a, pm))
     for command in (tasks, models, doctor, summary):
         command.add_argument("--json", action="store_true", help="machine-readable output")
-    list(pm.call_each("pathbind_add_commands", subparsers=sub))  # plugins add parsers as a side effect
+    pm.add_commands(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     pm = make_plugin_manager()
     args = build_parser(pm).parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or OK)
+    except (CommandError, DataLocationError) as exc:
+        return _error(args.command, str(exc))
+    except OSError as exc:  # a missing file, an unwritable folder: the user's paths, not a PathBind bug
+        return _error(args.command, f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc))
+
+
+def _error(command: str, message: str) -> int:
+    print(f"pathbind {command}: error: {message}", file=sys.stderr)
+    return FAILURE
 
 
 def _print(rows: list[dict], columns: list[str], as_json: bool) -> None:

@@ -18,16 +18,47 @@ class DataLocationError(ValueError):
     """A task's data cannot be located; the message says what to set."""
 
 
+class DataOverrideError(DataLocationError):
+    """``PATHBIND_DATA`` is set but does not give a usable folder; the message names the path tried and what
+    is there (a typo must not fall back silently to other data)."""
+
+
 def data_name(config: dict[str, Any]) -> str:
     """The data a task reads: ``metadata.pathbind_data`` (shared by a task's variants), else the task name."""
     return str((config.get("metadata") or {}).get("pathbind_data") or config.get("task", ""))
 
 
 def override_dir(name: str) -> Path | None:
-    """``$PATHBIND_DATA/<name>/`` when the variable is set and that folder exists."""
-    root = os.environ.get(DATA_ENV)
-    folder = Path(root).expanduser() / name if root else None
-    return folder if folder is not None and folder.is_dir() else None
+    """``$PATHBIND_DATA/<name>/`` when the variable is set and that folder exists, else None.
+
+    Raises DataOverrideError when the variable names no folder, or ``<name>`` there is a file.
+    """
+    root = data_root()
+    if root is None:
+        return None
+    folder = root / name
+    if folder.exists() and not folder.is_dir():
+        raise DataOverrideError(f"{DATA_ENV}: tried {folder} for data {name!r}, found a file, not a folder")
+    return folder if folder.is_dir() else None
+
+
+def data_root() -> Path | None:
+    """The ``PATHBIND_DATA`` folder, None when unset; DataOverrideError when it is a file or does not exist."""
+    value = os.environ.get(DATA_ENV)
+    if not value:
+        return None
+    root = Path(value).expanduser()
+    if not root.is_dir():
+        found = "a file" if root.exists() else "nothing"
+        raise DataOverrideError(f"{DATA_ENV}={value}: expected a folder with one folder per data set "
+                                f"(<root>/<data name>/), found {found} there")
+    return root
+
+
+def _listing(folder: Path, limit: int = 12) -> str:
+    names = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir())
+    shown = ", ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+    return shown or "nothing"
 
 
 def hub_env(name: str) -> str:
@@ -51,12 +82,39 @@ def apply_data_root(config: dict[str, Any]) -> dict[str, Any]:
     if os.environ.get(hub_env(name)):
         return {**config, "dataset_path": os.environ[hub_env(name)]}
     if (config.get("metadata") or {}).get("requires_pathbind_data"):
+        root = data_root()
+        if root is not None:  # not an override error: a root may hold only the sets a user runs
+            raise DataLocationError(f"{DATA_ENV}: tried {root / name}/ for task {config.get('task')!r} (a gated "
+                                    f"release with no public location), found no such folder; {root} holds "
+                                    f"{_listing(root)}")
         raise DataLocationError(f"gated release with no public location: set {DATA_ENV}=<root> with the data "
                                 f"in <root>/{name}/ (task {config.get('task')!r}; see its README)")
     return config
 
 
 def _local_location(config: dict[str, Any], folder: Path) -> dict[str, Any]:
+    location = _located(config, folder)
+    for split, path in (location["dataset_kwargs"].get("data_files") or {}).items():
+        _require_rows(Path(path), config, split)
+    return location
+
+
+def _require_rows(path: Path, config: dict[str, Any], split: str) -> None:
+    """An empty or unreadable parquet file is an error naming it (datasets' loader fails without naming it)."""
+    import pyarrow.parquet as pq  # here: the bridge imports this module at lmms-eval's start
+
+    if path.suffix != ".parquet" or not path.is_file():
+        return
+    where = f"{DATA_ENV}: {path} (split {split!r} of task {config.get('task')!r})"
+    try:
+        rows = pq.ParquetFile(path).metadata.num_rows
+    except Exception as exc:  # pyarrow's errors do not name the file
+        raise DataOverrideError(f"{where} is not a readable parquet file ({type(exc).__name__}: {exc})") from None
+    if rows == 0:
+        raise DataOverrideError(f"{where} has no rows; nothing to evaluate")
+
+
+def _located(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     kwargs = dict(config.get("dataset_kwargs") or {})
     declared = kwargs.get("data_files")
     if isinstance(declared, dict) and declared and all(
@@ -71,8 +129,10 @@ def _local_location(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     files = sorted(p for p in folder.iterdir() if p.suffix in BUILDERS)
     builders = {BUILDERS[p.suffix] for p in files}
     if len(builders) != 1:
-        found = ", ".join(p.name for p in folder.iterdir()) or "nothing"
-        raise DataLocationError(f"{DATA_ENV} folder {folder} must hold the files the task's data_files name, "
-                                f"<split>.parquet/.jsonl/.json/.csv files of one format, or a save_to_disk "
-                                f"dataset; found {found}")
+        splits = sorted(declared) if isinstance(declared, dict) and declared else ["<split>"]
+        named = [str(folder / f) for f in (declared.values() if isinstance(declared, dict) else [])
+                 if isinstance(f, str) and not os.path.isabs(f) and "PATHBIND_DATA-not-set" not in f]
+        tried = ", ".join([*named, *(f"{folder / s}.parquet/.jsonl/.json/.csv" for s in splits)])
+        raise DataOverrideError(f"{DATA_ENV}: tried {tried} (one format) and a save_to_disk dataset in {folder}, "
+                                f"found {_listing(folder)}")
     return {"dataset_path": builders.pop(), "dataset_kwargs": {"data_files": {p.stem: str(p) for p in files}}}

@@ -8,9 +8,11 @@ import platform
 import sys
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, requires, version
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pathbind.catalog import DataLocation, TaskEntry, plugin_tasks
+from pathbind.data import DATA_ENV, DataOverrideError, data_root
 from pathbind.plugins import PluginManager, disabled_plugins
 from pathbind.templates import template_names
 
@@ -31,12 +33,13 @@ class Check:
 def run_checks(pm: PluginManager, *, check_data: bool = True) -> list[Check]:
     """All checks, cheapest first; each failure names what to do about it."""
     entries = plugin_tasks(pm)
-    checks = [_python(), _lmms_eval(), _torch(), *_hf_libraries(), *_plugins(pm), *_templates(pm), *_models(pm),
-              *_yaml_loads(entries)]
-    checks += _task_index(pm, entries)
+    contributions = [*_templates(pm), *_models(pm), *_metrics(pm)]  # before _plugins: hooks record failures
+    checks = [_python(), _lmms_eval(), _torch(), *_hf_libraries(), *_plugins(pm), *contributions,
+              *_task_conflicts(pm, entries), *_yaml_loads(entries)]
+    checks += [*_task_index(pm, entries), *_hooked_sources()]
     if check_data:
-        checks += [_data(e) for e in entries if e.data is not None]
-        checks += [Check(f"data {e.name}", "WARN", e.data_problem) for e in entries if e.data_problem]
+        checks += [_data_root(), *(_data(e) for e in entries if e.data is not None)]
+        checks += [Check(f"data {e.name}", e.data_status, e.data_problem) for e in entries if e.data_problem]
     return checks
 
 
@@ -97,7 +100,8 @@ def _declared_ranges() -> dict[str, SpecifierSet]:
 def _plugins(pm: PluginManager) -> list[Check]:
     checks = [Check(f"plugin {name}", "OK", getattr(plugin, "__name__", type(plugin).__name__))
               for name, plugin in sorted(pm.list_name_plugin()) if name not in pm.failures]
-    checks += [Check(f"plugin {name}", "FAIL", error) for name, error in sorted(pm.failures.items())]
+    checks += [Check(f"plugin {name}", "FAIL", error) for name, errors in sorted(pm.failures.items())
+               for error in errors]
     checks += [Check(f"plugin {name}", "WARN", "disabled by PATHBIND_DISABLE_PLUGINS")
                for name in sorted(disabled_plugins())]
     return checks
@@ -125,6 +129,57 @@ def _models(pm: PluginManager) -> list[Check]:
                 checks.append(Check(f"model {spec.model_id}", "FAIL", f"{class_path}: {type(exc).__name__}: {exc}"))
     checks += [Check("conflict", "WARN", message) for message in pm.conflicts]
     return checks
+
+
+def _metrics(pm: PluginManager) -> list[Check]:
+    metrics = pm.metrics()
+    return [Check("metrics", "OK", f"{len(metrics)} found: {', '.join(sorted(metrics))}")]
+
+
+def _task_conflicts(pm: PluginManager, entries: list[TaskEntry]) -> list[Check]:
+    """A task or group name defined by more than one plugin: lmms-eval can run only one of them."""
+    from_bridge = _bridge_task_conflicts(pm)
+    if from_bridge is not None:
+        return from_bridge
+    paths: dict[str, dict[Path, str]] = {}  # a bridge without the report: compare the plugins' YAMLs
+    for entry in (e for e in entries if e.kind in ("task", "group")):
+        paths.setdefault(entry.name, {})[entry.yaml_path] = entry.plugin
+    return [Check(f"task {name}", "FAIL", "defined by " + " and ".join(
+        f"plugin {plugin!r} ({path})" for path, plugin in sorted(found.items())) + "; rename all but one")
+        for name, found in sorted(paths.items()) if len(found) > 1]
+
+
+def _bridge_task_conflicts(pm: PluginManager) -> list[Check] | None:
+    """The bridge's task-name conflict report (``pathbind.bridge.task_conflicts(pm)``, one message per conflict
+    naming both plugins and files), None for a bridge without it."""
+    import pathbind.bridge
+
+    report = getattr(pathbind.bridge, "task_conflicts", None)
+    if not callable(report):
+        return None
+    try:
+        return [Check("task names", "FAIL", str(message)) for message in report(pm)]
+    except Exception as exc:
+        return [Check("task names", "FAIL", f"cannot check task-name conflicts: {type(exc).__name__}: {exc}")]
+
+
+def _hooked_sources() -> list[Check]:
+    """lmms-eval methods PathBind wraps whose source differs from the one PathBind was written against."""
+    import pathbind.bridge
+
+    changed = getattr(pathbind.bridge, "hooked_sources_changed", None)
+    if not callable(changed):
+        return []
+    try:
+        found = changed()
+    except Exception as exc:
+        return [Check("hooked sources", "FAIL", f"cannot compare lmms-eval's hooked methods: {exc}")]
+    if not found:
+        return [Check("hooked sources", "OK", "lmms-eval's hooked methods are the ones PathBind was written for")]
+    tested = ", ".join(TESTED_LMMS_EVAL)
+    return [Check(f"hooked source {name}", "WARN", f"changed or gone since PathBind was written for lmms-eval "
+                  f"{tested}; run PathBind's tests against this lmms-eval before trusting its numbers")
+            for name in sorted(map(str, found))]
 
 
 def _yaml_loads(entries: list[TaskEntry]) -> list[Check]:
@@ -160,6 +215,15 @@ def _task_index(pm: PluginManager, entries: list[TaskEntry]) -> list[Check]:
                                 f"not {entry.yaml_path} (name clash or unindexable YAML); rename the task"))
     ok = sum(e.kind in ("task", "group") for e in entries) - len(checks)
     return [Check("task hook", "OK", f"lmms-eval indexes {ok} PathBind tasks and groups"), *checks]
+
+
+def _data_root() -> Check:
+    try:
+        root = data_root()
+    except DataOverrideError as exc:
+        return Check("data root", "FAIL", str(exc))
+    return Check("data root", "OK", f"{DATA_ENV}={root}" if root else f"{DATA_ENV} not set: tasks read the "
+                 "locations their YAMLs give")
 
 
 def _data(entry: TaskEntry) -> Check:

@@ -24,6 +24,8 @@ def pathbind_task_dirs() -> list[Path]:
     Every ``*.yaml`` below each directory is indexed by lmms-eval's TaskManager, after the
     built-in tasks and before ``--include_path``. Prefix task names with your plugin's name:
     lmms-eval resolves clashes silently in favour of the first definition, PathBind reports them.
+    Entries must be absolute paths of existing folders; a result that is not a list, and each other entry,
+    is skipped and reported (as for every hook: a result of the wrong form never reaches lmms-eval).
     """
 
 
@@ -33,7 +35,7 @@ def pathbind_template_dirs() -> list[Path]:
 
     Templates are looked up by name through :func:`pathbind.render_template`. When two plugins
     ship the same name, the first in hook-call order wins (mark your hookimpl ``tryfirst=True``
-    to override a first-party template) and the shadowing is reported.
+    to override a first-party template) and the shadowing is reported. Entries as for ``pathbind_task_dirs``.
     """
 
 
@@ -42,7 +44,8 @@ def pathbind_models() -> list[ModelSpec]:
     """Return :class:`pathbind.ModelSpec` objects: lmms-eval model ids and their classes.
 
     Class paths are imported only when lmms-eval instantiates the model, so returning specs
-    must not import torch or lmms-eval.
+    must not import torch or lmms-eval. Anything but a ModelSpec with a model id and a dotted class path
+    is skipped and reported.
     """
 
 
@@ -51,7 +54,8 @@ def pathbind_metrics() -> dict[str, Callable[..., object]]:
     """Return named metric or aggregation functions.
 
     A task YAML refers to one as ``!function pathbind.plugin_metrics.<name>``, e.g. as a
-    ``metric_list`` aggregation (which receives the list of per-document values).
+    ``metric_list`` aggregation (which receives the list of per-document values). Names must be Python
+    identifiers and values callable.
     """
 
 
@@ -60,5 +64,5 @@ def pathbind_add_commands(subparsers: argparse._SubParsersAction) -> None:
     """Add subcommands to the ``pathbind`` command line.
 
     Call ``subparsers.add_parser(name, help=...)`` and set a ``func`` default taking the parsed
-    ``argparse.Namespace`` and returning an exit code.
+    ``argparse.Namespace`` and returning an exit code (0 ok, 1 failure; argparse uses 2 for usage errors).
     """

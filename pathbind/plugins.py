@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import functools
 import logging
 import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -45,14 +47,15 @@ class Contribution:
 class PluginManager(pluggy.PluginManager):
     """A pluggy manager whose hook calls never let one plugin break the others.
 
-    ``failures`` maps a plugin name to the error it raised (at import, registration or in a
-    hook); ``conflicts`` lists names contributed by more than one plugin.
+    ``failures`` maps a plugin name to each error it caused (at import or registration, raised in a hook, or a
+    hook result that is skipped because it has the wrong form); ``conflicts`` lists names contributed by more
+    than one plugin.
     """
 
     def __init__(self) -> None:
         super().__init__(ENTRY_POINT_GROUP)
         self.add_hookspecs(hookspecs)
-        self.failures: dict[str, str] = {}
+        self.failures: dict[str, list[str]] = {}
         self.conflicts: list[str] = []
         self.trace_calls = bool(os.environ.get(TRACE_ENV))
 
@@ -63,8 +66,10 @@ class PluginManager(pluggy.PluginManager):
                 continue
             try:
                 self.register_checked(ep.load(), ep.name)
-            except Exception as exc:  # any plugin error is reported, never fatal
-                self._fail(ep.name, exc)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # SystemExit at import included: one plugin never ends the run
+                self._fail(ep.name, _describe(exc))
 
     def register_checked(self, plugin: object, name: str) -> None:
         """Register ``plugin``; a hookimpl matching no PathBind hook (a typo) unregisters it with an error."""
@@ -77,25 +82,36 @@ class PluginManager(pluggy.PluginManager):
             raise pluggy.PluginValidationError(plugin, f"unknown hook {', '.join(unknown)}; PathBind hooks: {known}")
 
     def call_each(self, hook_name: str, **kwargs: Any) -> Iterator[tuple[str, Any]]:
-        """Yield ``(plugin_name, result)`` per implementation, skipping and recording failures."""
+        """Yield ``(plugin_name, result)`` per implementation, the result checked against the hook's contract;
+        a raising hook, a result of the wrong type and each malformed entry are skipped and recorded."""
         for impl in reversed(getattr(self.hook, hook_name).get_hookimpls()):
-            try:
-                result = impl.function(**kwargs)
-            except Exception as exc:
-                self._fail(impl.plugin_name, exc, hook_name)
-                continue
-            if self.trace_calls:
-                logger.warning("pathbind trace: %s.%s() -> %r", impl.plugin_name, hook_name, result)
+            result = self._call(impl, hook_name, kwargs)
             if result is not None:
                 yield impl.plugin_name, result
 
+    def _call(self, impl: pluggy.HookImpl, hook_name: str, kwargs: dict[str, Any]) -> Any:
+        try:
+            result = impl.function(**kwargs)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit too: a hook never ends the run
+            self._fail(impl.plugin_name, _describe(exc, hook_name))
+            return None
+        if self.trace_calls:
+            logger.warning("pathbind trace: %s.%s() -> %r", impl.plugin_name, hook_name, result)
+        if result is None:
+            return None
+        kept, problems = CHECKS.get(hook_name, _no_check)(result)
+        for problem in problems:
+            self._fail(impl.plugin_name, f"{hook_name} {problem}; skipped")
+        return kept
+
     def task_dirs(self) -> list[Contribution]:
         """Task directories, one contribution per directory (``name`` is the folder path)."""
-        return [Contribution(str(Path(d)), plugin, Path(d)) for plugin, dirs in self.call_each("pathbind_task_dirs")
-                for d in dirs]
+        return [Contribution(str(d), plugin, d) for plugin, dirs in self.call_each("pathbind_task_dirs") for d in dirs]
 
     def template_dirs(self) -> list[Path]:
-        return [Path(d) for _, dirs in self.call_each("pathbind_template_dirs") for d in dirs]
+        return [d for _, dirs in self.call_each("pathbind_template_dirs") for d in dirs]
 
     def models(self) -> dict[str, Contribution]:
         specs = self.call_each("pathbind_models")
@@ -104,6 +120,17 @@ class PluginManager(pluggy.PluginManager):
     def metrics(self) -> dict[str, Contribution]:
         functions = self.call_each("pathbind_metrics")
         return self._unique("metric", ((name, plugin, fn) for plugin, items in functions for name, fn in items.items()))
+
+    def add_commands(self, subparsers: argparse._SubParsersAction) -> None:
+        """Let each plugin add subcommands; one added without a callable ``func`` default fails when run."""
+        for impl in reversed(self.hook.pathbind_add_commands.get_hookimpls()):
+            before = set(subparsers.choices)
+            self._call(impl, "pathbind_add_commands", {"subparsers": subparsers})
+            for name in sorted(set(subparsers.choices) - before):
+                if not callable(subparsers.choices[name].get_default("func")):
+                    problem = f"pathbind_add_commands added command {name!r} without a callable func default"
+                    self._fail(impl.plugin_name, problem)
+                    subparsers.choices[name].set_defaults(func=_broken_command(name, impl.plugin_name))
 
     def _unique(self, kind: str, items: Iterator[tuple[str, str, Any]]) -> dict[str, Contribution]:
         found: dict[str, Contribution] = {}
@@ -114,17 +141,120 @@ class PluginManager(pluggy.PluginManager):
             found[name] = Contribution(name, plugin, value)
         return found
 
-    def _fail(self, plugin: str, exc: BaseException, hook_name: str | None = None) -> None:
-        where = f" in {hook_name}" if hook_name else ""
-        message = f"{type(exc).__name__}{where}: {exc}"
-        if self.failures.get(plugin) != message:
-            logger.warning("pathbind plugin %r failed and is skipped: %s", plugin, message)
-        self.failures[plugin] = message
+    def _fail(self, plugin: str, message: str) -> None:
+        recorded = self.failures.setdefault(plugin, [])
+        if message not in recorded:  # hooks are called many times per run: log each problem once
+            logger.warning("pathbind plugin %r: %s", plugin, message)
+            recorded.append(message)
 
     def _conflict(self, message: str) -> None:
         if message not in self.conflicts:
             logger.warning("pathbind: %s", message)
             self.conflicts.append(message)
+
+
+def _describe(exc: BaseException, hook_name: str | None = None) -> str:
+    where = f" in {hook_name}" if hook_name else ""
+    if isinstance(exc, SystemExit):
+        return f"SystemExit{where}: the plugin called sys.exit({exc.code!r})"
+    return f"{type(exc).__name__}{where}: {exc}"
+
+
+def _broken_command(name: str, plugin: str) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        print(f"pathbind {name}: error: plugin {plugin!r} added this command without a func to run it", file=sys.stderr)
+        return 1
+
+    return run
+
+
+# Each hook's result check: (what to keep, or None to skip the whole result; one problem per skipped part).
+ResultCheck = Callable[[Any], tuple[Any, list[str]]]
+
+
+def _no_check(result: Any) -> tuple[Any, list[str]]:
+    return result, []
+
+
+def _short(value: Any) -> str:
+    text = repr(os.fspath(value)) if isinstance(value, os.PathLike) else repr(value)
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _folders(result: Any) -> tuple[list[Path] | None, list[str]]:
+    """A list of existing absolute folders: a bare string would be walked character by character from ``/``."""
+    if not isinstance(result, list | tuple):
+        return None, [f"returned {type(result).__name__} {_short(result)}, not a list of folders"]
+    kept, problems = [], []
+    for entry in result:
+        problem = _folder_problem(entry)
+        if problem:
+            problems.append(f"entry {_short(entry)} {problem}")
+        else:
+            kept.append(Path(entry))
+    return kept, problems
+
+
+def _folder_problem(entry: Any) -> str:
+    if not isinstance(entry, str | os.PathLike) or isinstance(entry, bytes):
+        return f"is a {type(entry).__name__}, not a path"
+    path = Path(entry)
+    if not path.is_absolute():
+        return "is a relative path (it would depend on the working directory)"
+    if path == Path(path.anchor):
+        return "is the filesystem root"
+    if not path.exists():
+        return "does not exist"
+    return "" if path.is_dir() else "is not a folder"
+
+
+def _models(result: Any) -> tuple[list[ModelSpec] | None, list[str]]:
+    if not isinstance(result, list | tuple):
+        return None, [f"returned {type(result).__name__} {_short(result)}, not a list of pathbind.ModelSpec"]
+    kept, problems = [], []
+    for entry in result:
+        problem = _model_problem(entry)
+        if problem:
+            problems.append(f"entry {_short(entry)} {problem}")
+        else:
+            kept.append(entry)
+    return kept, problems
+
+
+def _model_problem(entry: Any) -> str:
+    if not isinstance(entry, ModelSpec):
+        return f"is a {type(entry).__name__}, not a pathbind.ModelSpec"
+    if not isinstance(entry.model_id, str) or not entry.model_id:
+        return "has no model_id string"
+    paths = (entry.simple_class_path, entry.chat_class_path)
+    if not all(p is None or (isinstance(p, str) and "." in p) for p in paths) or paths == (None, None):
+        return "needs simple_class_path or chat_class_path as a dotted 'module.Class' string"
+    if not isinstance(entry.aliases, tuple | list) or not all(isinstance(a, str) for a in entry.aliases):
+        return "has aliases that are not a tuple of strings"
+    return ""
+
+
+def _metrics(result: Any) -> tuple[dict[str, Callable[..., object]] | None, list[str]]:
+    if not isinstance(result, dict):
+        return None, [f"returned {type(result).__name__} {_short(result)}, not a dict of name -> function"]
+    kept, problems = {}, []
+    for name, function in result.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            problems.append(f"name {_short(name)} is not a Python identifier (YAMLs refer to it as an attribute)")
+        elif not callable(function):
+            problems.append(f"metric {name!r} is a {type(function).__name__}, not callable")
+        else:
+            kept[name] = function
+    return kept, problems
+
+
+def _nothing(result: Any) -> tuple[None, list[str]]:
+    return None, [f"returned {type(result).__name__} {_short(result)}; it adds parsers and returns None"]
+
+
+CHECKS: dict[str, ResultCheck] = {"pathbind_task_dirs": _folders, "pathbind_template_dirs": _folders,
+                            "pathbind_models": _models, "pathbind_metrics": _metrics,
+                            "pathbind_add_commands": _nothing}
 
 
 def disabled_plugins() -> frozenset[str]:

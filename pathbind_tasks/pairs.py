@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
         runs = list(dict.fromkeys(path for pair in pairs for path in pair))
         agreement = _rankings(runs, args.grounding_task)
     except ValueError as exc:
-        print(f"pathbind pairs: {exc}", file=sys.stderr)
+        print(f"pathbind pairs: error: {exc}", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps({"pairs": rows, "kendall_tau_vs_iou_q0.2": agreement}, indent=2))

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 
+import pytest
 from conftest import BIN, lmms_eval, metric, run, write_plugin
 
 
@@ -39,6 +41,7 @@ def test_doctor_passes_on_a_healthy_install(tmp_path):
     assert checks["task hook"]["status"] == "OK"
     assert checks["plugin example"]["status"] == "OK"
     assert checks["data pathbind_demo_vqa"]["status"] == "OK"
+    assert checks["hooked sources"]["status"] == checks["data root"]["status"] == "OK"
 
 
 def test_doctor_names_a_broken_plugin_and_a_broken_yaml(tmp_path):
@@ -88,3 +91,123 @@ def test_summary_fails_when_there_are_no_results(tmp_path):
     """lmms-eval exits 0 on failure, so the summary says so when no results.json exists."""
     done = pathbind(tmp_path, "summary", str(tmp_path))
     assert done.returncode == 1 and "no lmms-eval results.json" in done.stderr
+
+
+def test_doctor_fails_on_a_task_name_two_plugins_define_and_on_an_unusable_data_root(tmp_path):
+    """A plugin task named like one of ours: lmms-eval would keep one silently, the doctor fails naming both files;
+    PATHBIND_DATA pointing at a file fails the data-root check."""
+    write_plugin(tmp_path / "site", "dupe", """
+        from pathlib import Path
+        import pathbind
+
+        @pathbind.hookimpl
+        def pathbind_task_dirs():
+            return [Path(__file__).parent / "dupe_tasks"]
+    """, files={"dupe_tasks/dupe.yaml": "task: pathbind_demo_yesno\ndataset_path: json\n"})
+    (tmp_path / "data.txt").write_text("not a folder")
+    env = {"PYTHONPATH": str(tmp_path / "site"), "PATHBIND_DATA": str(tmp_path / "data.txt")}
+    done = pathbind(tmp_path, "doctor", "--json", env=env)
+    assert done.returncode == 1
+    checks = [c for c in json.loads(done.stdout) if c["status"] == "FAIL"]
+    dupe_yaml = str(tmp_path / "site" / "dupe_tasks" / "dupe.yaml")
+    assert any(all(word in c["detail"] for word in ("'pathbind_demo_yesno'", "'dupe'", dupe_yaml, "'pathbind_tasks'"))
+               for c in checks), checks
+    root = next(c for c in checks if c["name"] == "data root")
+    assert root["detail"] == (f"PATHBIND_DATA={tmp_path / 'data.txt'}: expected a folder with one folder per data "
+                              "set (<root>/<data name>/), found a file there")
+    assert any(c["name"] == "data pathbind_demo_vqa" and c["detail"] == root["detail"] for c in checks)
+
+
+def write_results(path, results, config=None):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"config": config or {"model": "m"}, "results": results}))
+
+
+def test_summary_skips_files_that_are_not_results_and_fails_when_none_is_left(tmp_path):
+    """A non-results JSON, a truncated file and `{}`: each named in a warning; nothing usable left: exit 1."""
+    (tmp_path / "other_results.json").write_text(json.dumps({"pairs": [1, 2]}))
+    (tmp_path / "cut_results.json").write_text('{"results": {"pathbind_demo_vqa": {"acc_image,none": 10')
+    (tmp_path / "empty_results.json").write_text("{}")
+    done = pathbind(tmp_path, "summary", str(tmp_path), str(tmp_path / "nope"))
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    lines = done.stderr.splitlines()
+    assert (f"pathbind summary: warning: {tmp_path / 'other_results.json'}: not an lmms-eval results file "
+            "(no \"results\" object); skipped") in lines
+    assert any(line.startswith(f"pathbind summary: warning: {tmp_path / 'cut_results.json'}: not valid JSON, "
+                               "perhaps truncated") for line in lines)
+    assert (f"pathbind summary: warning: {tmp_path / 'empty_results.json'}: not an lmms-eval results file "
+            "(no \"results\" object); skipped") in lines
+    assert f"pathbind summary: warning: {tmp_path / 'nope'}: no such file or folder" in lines
+    assert lines[-1].startswith("pathbind summary: error: no usable lmms-eval results file under")
+
+
+def test_summary_shows_each_tasks_row_accounting(tmp_path):
+    """One line per task: rows, evaluated, dropped with each reason; a ledger that does not add up is marked, and
+    a task without accounting is named."""
+    write_results(tmp_path / "run" / "a_results.json", {
+        "vqa": {"acc_image,none": 80.0, "accounting,none": {
+            "rows": 120, "evaluated": 118, "dropped": {"split not testA": 1, "repeated id": 1}}},
+        "grounding": {"attn_iou,none": 0.5, "accounting,none": {"rows": 10, "evaluated": 7, "dropped": {"x": 1}}},
+        "mmmu_val": {"acc,none": 0.3}})
+    (tmp_path / "run" / "b_results.json").write_text("{}")
+    done = pathbind(tmp_path, "summary", str(tmp_path / "run"))
+    assert done.returncode == 0, done.stderr
+    assert f"{tmp_path / 'run' / 'b_results.json'}: not an lmms-eval results file" in done.stderr
+    table = next(block for block in done.stdout.split("\n\n") if block.startswith("MODEL  TASK       ACCOUNTING"))
+    assert table.splitlines()[1:] == [
+        "m      grounding  rows 10: evaluated 7, dropped 1 (x: 1); DOES NOT ADD UP: +2 rows",
+        "m      vqa        rows 120: evaluated 118, dropped 2 (repeated id: 1, split not testA: 1)"]
+    assert "no row accounting (not a PathBind task, or an older run): mmmu_val" in done.stdout
+    rows = json.loads(pathbind(tmp_path, "summary", str(tmp_path / "run"), "--json").stdout)
+    assert next(r for r in rows if r["task"] == "vqa")["accounting"]["dropped"] == {"split not testA": 1,
+                                                                                   "repeated id": 1}
+
+
+def test_demo_data_on_an_unusable_out_is_one_line_not_a_traceback(tmp_path):
+    """--out below a file: exit 1 naming the file; --n 0: a usage error, exit 2."""
+    (tmp_path / "file").write_text("")
+    done = pathbind(tmp_path, "demo-data", "--out", str(tmp_path / "file" / "data"))
+    assert (done.returncode, done.stderr) == (1, f"pathbind demo-data: error: --out {tmp_path / 'file' / 'data'}: "
+                                                 f"{tmp_path / 'file'} is a file, not a folder\n")
+    usage = pathbind(tmp_path, "demo-data", "--out", str(tmp_path / "data"), "--n", "0")
+    assert usage.returncode == 2 and "argument --n: must be at least 1, got 0" in usage.stderr
+
+
+def test_an_os_error_in_any_command_is_one_line_naming_the_path(tmp_path):
+    """`pathbind report --out` below a file: the command's OSError becomes `pathbind report: error: PATH: why`."""
+    write_results(tmp_path / "run" / "a_results.json", {"vqa": {"acc_image,none": 80.0}})
+    (tmp_path / "file").write_text("")
+    done = pathbind(tmp_path, "report", str(tmp_path / "run"), "--out", str(tmp_path / "file" / "report"),
+                    "--overlays", "0")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.startswith(f"pathbind report: error: {tmp_path / 'file' / 'report'}: ")
+
+
+@pytest.mark.slow
+def test_summary_and_report_show_the_accounting_of_a_real_run(tmp_path):
+    """A --limit run of the demo yes/no task: summary and report show its 24 rows, evaluated or dropped (the
+    items beyond --limit), adding up."""
+    out = lmms_eval(tmp_path, "pathbind_control", "pathbind_demo_yesno", "--limit", "4")["out"]
+    done = pathbind(tmp_path, "summary", str(out))
+    assert done.returncode == 0, done.stderr
+    line = next(line for line in done.stdout.splitlines() if "pathbind_demo_yesno  rows" in line)
+    found = re.search(r"rows 24: evaluated (\d+), dropped (\d+) \((.*--limit.*): (\d+)\)$", line)
+    assert found, line
+    evaluated, dropped, reason, count = found.groups()
+    assert 0 < int(evaluated) < 24 and int(evaluated) + int(dropped) == 24 and count == dropped
+    report = pathbind(tmp_path, "report", str(out), "--out", str(tmp_path / "report"), "--overlays", "0")
+    assert report.returncode == 0, report.stderr
+    assert (f"| pathbind_control | pathbind_demo_yesno | 24 | {evaluated} | {dropped} | {reason}: {dropped} |"
+            in (tmp_path / "report" / "report.md").read_text())
+
+
+def test_doctor_warns_about_each_hooked_lmms_eval_function_whose_source_changed(monkeypatch):
+    """The bridge's recorded source hash of one hooked function no longer matches: one WARN naming it."""
+    import pathbind.bridge
+    from pathbind.doctor import _hooked_sources
+
+    if not hasattr(pathbind.bridge, "HOOKED_SOURCES"):
+        pytest.skip("this bridge records no hooked sources")
+    monkeypatch.setitem(pathbind.bridge.HOOKED_SOURCES, "lmms_eval.utils:make_table", "0" * 64)
+    [check] = _hooked_sources()
+    assert (check.name, check.status) == ("hooked source lmms_eval.utils:make_table", "WARN")

@@ -154,7 +154,7 @@ def test_filter_missing_file(tmp_path: Path, logs: Path) -> None:
     done = pathbind(tmp_path, "filter", "--stage1", f"gpt={missing}", "--stage2", f"m1={logs / 'm1'}",
                     "--k", "1", "--out", str(tmp_path / "out"))
     assert done.returncode == 1
-    assert f"pathbind filter: {missing}: no such file or folder" in done.stderr
+    assert f"pathbind filter: error: {missing}: no such file or folder" in done.stderr
     assert not (tmp_path / "out").exists()
 
 
@@ -222,7 +222,8 @@ def test_filter_threshold_out_of_range(tmp_path: Path, logs: Path) -> None:
     """--k above the number of stage-2 models is an error naming the range and the models."""
     done = pathbind(tmp_path, *filter_args(logs, tmp_path / "out"), "--k", "4")
     assert done.returncode == 1
-    assert "pathbind filter: --k 4: choose 1 to 3, the number of models in that stage (m1, m2, m3)" in done.stderr
+    assert "pathbind filter: error: --k 4: choose 1 to 3, the number of models in that stage (m1, m2, m3)" \
+        in done.stderr
 
 
 def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
@@ -313,7 +314,7 @@ def test_agreement_missing_file(tmp_path: Path) -> None:
     """A decisions file that does not exist is an error naming it."""
     done = pathbind(tmp_path, "agreement", str(tmp_path / "none.csv"), "--a", "r1", "--b", "r2")
     assert done.returncode == 1
-    assert f"pathbind agreement: {tmp_path / 'none.csv'}: cannot read" in done.stderr
+    assert f"pathbind agreement: error: {tmp_path / 'none.csv'}: cannot read" in done.stderr
 
 
 def test_kappa_of_the_cli_equals_sklearn_on_random_reviews(tmp_path: Path) -> None:

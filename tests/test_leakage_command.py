@@ -153,11 +153,11 @@ def test_progress_is_reported_per_file(report):
 
 
 def test_a_missing_file_fails_before_reading_anything(tmp_path):
-    """The error names the option, the inventory and the path; exit code 2."""
+    """The error names the option, the inventory and the path; exit code 1."""
     (tmp_path / "t.txt").write_text("TCGA-AA-0001\n")
     done = audit(tmp_path, "--train", "big=t.txt", "--test", "b=nope.csv", "--out", "out")
-    assert done.returncode == 2
-    assert done.stderr.strip() == "pathbind audit-leakage: --test b: no such file: nope.csv"
+    assert done.returncode == 1
+    assert done.stderr.strip() == "pathbind audit-leakage: error: --test b: no such file: nope.csv"
     assert not (tmp_path / "out").exists()
 
 
@@ -165,7 +165,7 @@ def test_a_missing_column_names_the_available_ones(tmp_path):
     """NAME=FILE:column with a wrong column lists the file's columns."""
     write_inventories(tmp_path)
     done = audit(tmp_path, "--train", "A=corpus_a.txt", "--test", "bench=bench.tsv:wsi", "--out", "out")
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert "bench.tsv: no column 'wsi'; columns: neighbor, slide, label" in done.stderr
 
 
@@ -174,5 +174,5 @@ def test_an_unknown_metric_lists_the_log_s_metrics(tmp_path):
     write_inventories(tmp_path)
     done = audit(tmp_path, "--train", "A=corpus_a.txt", "--test", "bench=bench.tsv:slide", "--out", "out",
                  "--samples", "vqa_samples.jsonl", "--metric", "acc")
-    assert done.returncode == 2
+    assert done.returncode == 1
     assert "no per-sample metric 'acc'; metrics in the log: exact_match, correct" in done.stderr

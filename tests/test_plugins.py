@@ -37,7 +37,7 @@ def test_a_plugin_whose_hook_raises_is_reported_and_the_others_still_answer():
     """A raising hook is recorded under the plugin's name; other plugins' models are still returned."""
     pm = make_plugin_manager(plugins={"raising": Raising()})
     assert "pathbind_control" in pm.models()
-    assert pm.failures["raising"] == "RuntimeError in pathbind_models: model registry unreachable"
+    assert pm.failures["raising"] == ["RuntimeError in pathbind_models: model registry unreachable"]
 
 
 def test_a_plugin_that_fails_to_import_is_reported_by_name(tmp_path, monkeypatch):
@@ -45,7 +45,7 @@ def test_a_plugin_that_fails_to_import_is_reported_by_name(tmp_path, monkeypatch
     write_plugin(tmp_path, "broken_plugin", "raise ImportError('needs a GPU library')\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     pm = make_plugin_manager()
-    assert pm.failures == {"broken_plugin": "ImportError: needs a GPU library"}
+    assert pm.failures == {"broken_plugin": ["ImportError: needs a GPU library"]}
     assert "pathbind_control" in pm.models()
 
 
@@ -60,7 +60,7 @@ def test_a_plugin_with_a_misspelled_hook_is_rejected_at_registration(tmp_path, m
     """)
     monkeypatch.syspath_prepend(str(tmp_path))
     pm = make_plugin_manager()
-    error = pm.failures["typo_plugin"]
+    [error] = pm.failures["typo_plugin"]
     assert error.startswith("PluginValidationError: unknown hook pathbind_task_dir; PathBind hooks:")
     assert "pathbind_task_dirs" in error
 

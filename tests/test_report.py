@@ -97,7 +97,7 @@ def test_a_missing_folder_is_a_clear_error(tmp_path):
     done = run([str(BIN / "pathbind"), "report", str(tmp_path / "nope"), "--out", str(tmp_path / "out")],
                cwd=tmp_path)
     assert done.returncode == 1
-    assert f"pathbind report: {tmp_path / 'nope'}: no such folder" in done.stderr
+    assert f"pathbind report: error: {tmp_path / 'nope'}: no such folder" in done.stderr
 
 
 def test_a_folder_without_results_is_a_clear_error(tmp_path):
@@ -141,3 +141,32 @@ def test_faithfulness_and_pathview_sections_read_results_by_metric_name(tmp_path
     assert "model_b on pathbind_faithfulness (does not use the image" in markdown
     assert (tmp_path / "out" / "figures" / "faithfulness.png").stat().st_size > 0
     assert "41.5" in markdown and "pathview_region_ogd" in markdown
+
+
+def test_rows_accounted_for_per_run_and_task(tmp_path):
+    """A table of rows, evaluated and dropped with reasons per run and task; a ledger that does not add up is marked;
+    tasks without accounting and unusable result files are notes."""
+    write_results(tmp_path / "a", "model_a", {
+        "pathbind_demo_vqa": {"acc_image": 90.0, "accounting": {"rows": 12, "evaluated": 10,
+                                                                "dropped": {"repeated id": 1, "no image": 1}}},
+        "mmmu_val": {"acc": 0.4}})
+    (tmp_path / "a" / "20260102_000000_results.json").write_text("{}")
+    write_results(tmp_path / "b", "model_b", {
+        "pathbind_demo_vqa": {"acc_image": 20.0, "accounting": {"rows": 12, "evaluated": 12, "dropped": {}}},
+        "pathbind_demo_yesno": {"acc_image": 50.0, "accounting": {"rows": 5, "evaluated": 3, "dropped": {}}}})
+    build_report([tmp_path / "a", tmp_path / "b"], tmp_path / "out", overlays=0)
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert "| Model | task | rows | evaluated | dropped | reasons |" in markdown
+    assert "| model_a | pathbind_demo_vqa | 12 | 10 | 2 | no image: 1, repeated id: 1 |" in markdown
+    assert "| model_b | pathbind_demo_vqa | 12 | 12 | 0 | – |" in markdown
+    assert "| model_b | pathbind_demo_yesno | 5 | 3 | 0 | –; does not add up: +2 rows |" in markdown
+    assert "model_a: no row accounting for mmmu_val (not a PathBind task" in markdown
+    assert f"model_a: skipped {tmp_path / 'a' / '20260102_000000_results.json'}: not an lmms-eval results" in markdown
+    assert "Rows accounted for" in (tmp_path / "out" / "index.html").read_text()
+
+
+def test_a_missing_audit_path_is_a_clear_error(tmp_path):
+    """An --audit file that does not exist is an error, not the note for an audit never given."""
+    write_results(tmp_path / "a", "model_a", {"pathbind_demo_vqa": {"acc_image": 90.0}})
+    with pytest.raises(ReportError, match=r"--audit .*nope\.json: no such file or folder"):
+        build_report([tmp_path / "a"], tmp_path / "out", overlays=0, audits=[tmp_path / "nope.json"])

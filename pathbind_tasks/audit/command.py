@@ -48,8 +48,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except InventoryError as exc:
-        print(f"pathbind audit-leakage: {exc}", file=sys.stderr)
-        return 2
+        print(f"pathbind audit-leakage: error: {exc}", file=sys.stderr)
+        return 1
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -59,7 +59,7 @@ def run_filter(args: argparse.Namespace) -> int:
         stage1 = _stage(args.stage1, args.stage1_k, "--stage1-k", args.condition)
         stage2 = _stage(args.stage2, args.k, "--k", args.condition)
     except CurationInputError as exc:
-        raise SystemExit(f"pathbind filter: {exc}") from None
+        raise SystemExit(f"pathbind filter: error: {exc}") from None
     rows, report = filter_items(stage1, stage2)
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -102,7 +102,7 @@ def run_agreement(args: argparse.Namespace) -> int:
             raise CurationInputError(f"got {len(files)} files; give one CSV with both reviewers' columns or "
                                      "one CSV per reviewer")
     except CurationInputError as exc:
-        raise SystemExit(f"pathbind agreement: {exc}") from None
+        raise SystemExit(f"pathbind agreement: error: {exc}") from None
     values = np.array(list(decisions.values()), dtype=bool)
     row = agreement_row(args.label or files[0].stem, values[:, 0], values[:, 1])
     row.update(r1=reviewers[0], r2=reviewers[1])

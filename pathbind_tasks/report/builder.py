@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pathbind_tasks.report.accounting import accounting_section
 from pathbind_tasks.report.document import Section, Table, write_html, write_markdown
 from pathbind_tasks.report.faithfulness import faithfulness_section, leakage_section
 from pathbind_tasks.report.fmt import cells
@@ -11,7 +12,7 @@ from pathbind_tasks.report.grounding import grounding_section
 from pathbind_tasks.report.overlays import overlay_section
 from pathbind_tasks.report.pairs_plot import pairs_section, resolve_pairs
 from pathbind_tasks.report.pathview import pathview_section
-from pathbind_tasks.report.runs import Run, load_runs
+from pathbind_tasks.report.runs import ReportError, Run, load_runs
 from pathbind_tasks.report.vqa import vqa_section
 
 TITLE = "PathBind report"
@@ -22,17 +23,21 @@ def build_report(run_dirs: list[Path], out: Path, *, pairs: str = "", overlays: 
     """Write ``out/report.md``, ``out/index.html`` and the figures; return the written files.
 
     Raises ReportError (naming the folder or argument) for a run folder that does not exist or holds no results,
-    or a ``--pairs`` side that names no given run. Anything else missing becomes a note in the report.
+    an ``--audit`` path that does not exist, or a ``--pairs`` side that names no given run. Anything else missing
+    becomes a note in the report.
     """
+    missing = [path for path in audits or [] if not path.exists()]
+    if missing:
+        raise ReportError(f"--audit {missing[0]}: no such file or folder")
     runs = load_runs(run_dirs)
     chosen_pairs = resolve_pairs(pairs, runs) if pairs else []
     out.mkdir(parents=True, exist_ok=True)
     figures = out / "figures"
-    sections = [_runs_section(runs), vqa_section(runs), grounding_section(runs, figures),
+    sections = [_runs_section(runs), accounting_section(runs), vqa_section(runs), grounding_section(runs, figures),
                 overlay_section(runs, figures, overlays), pathview_section(runs), faithfulness_section(runs, figures),
                 leakage_section(runs, audits or [], figures)]
     if chosen_pairs:
-        sections.insert(3, pairs_section(chosen_pairs, figures))
+        sections.insert(4, pairs_section(chosen_pairs, figures))
     write_markdown(sections, TITLE, out / "report.md")
     write_html(sections, TITLE, out / "index.html")
     return [out / "report.md", out / "index.html", *sorted(figures.glob("*.png"))]

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         written = build_report(args.run_dirs, args.out, pairs=args.pairs, overlays=args.overlays, audits=args.audit)
     except ReportError as exc:
-        print(f"pathbind report: {exc}", file=sys.stderr)
+        print(f"pathbind report: error: {exc}", file=sys.stderr)
         return 1
     print(f"pathbind report: wrote {written[0]}, {written[1]} and {len(written) - 2} figure(s)")
     return 0

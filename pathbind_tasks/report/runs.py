@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pathbind.summary import find_results
+from pathbind.summary import ResultsError, find_results, load_results
 
 BASELINE_MODEL = "pathbind_baseline"  # runs of this model are shown as baseline rows, not competitors
 
@@ -22,6 +21,8 @@ class Run:
     path: Path
     model: str
     results: dict[str, dict[str, Any]]  # task -> metric -> value, the ",none" filter suffix dropped
+    groups: frozenset[str] = frozenset()  # results entries that are groups of other tasks
+    skipped: tuple[str, ...] = ()  # result files below the folder that are not usable, each with why
 
     @property
     def baseline(self) -> bool:
@@ -47,17 +48,23 @@ def _load_run(path: Path) -> Run:
                           "fails: check its log)")
     results: dict[str, dict[str, Any]] = {}
     config: dict[str, Any] = {}
+    groups: set[str] = set()
+    skipped = []
     for file in files:
         try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except ValueError as exc:
-            raise ReportError(f"{file}: not a JSON results file ({exc})") from exc
-        config = data.get("config") or config
-        for task, metrics in (data.get("results") or {}).items():
+            loaded = load_results(file)
+        except ResultsError as exc:
+            skipped.append(str(exc))
+            continue
+        config = loaded.config or config
+        groups |= loaded.groups
+        for task, metrics in loaded.results.items():
             results[task] = {key.split(",")[0]: value for key, value in metrics.items()
                              if "," in key and "_stderr" not in key}
+    if not results:
+        raise ReportError(f"{path}: no usable lmms-eval results file below it: {'; '.join(skipped)}")
     model = str(config.get("model") or path.name)
-    return Run(_model_name(config, path), path, model, results)
+    return Run(_model_name(config, path), path, model, results, frozenset(groups), tuple(skipped))
 
 
 def _model_name(config: dict[str, Any], path: Path) -> str:
