@@ -30,6 +30,9 @@ LAYER_SETS = ("shallow", "mid", "deep", "all")
 FILLS = ("mean", "grey")
 CURVES = ("deletion/attention", "deletion/random", "insertion/attention", "insertion/random")
 VERSION = 1
+# The answer of a PathBind model that could not answer one request: "<marker> <Error>: <message>", so the scorer
+# reports the real cause (never cached: a rerun retries it).
+MODEL_FAILED = "[PATHBIND_MODEL_FAILED]"
 _HEADER = re.compile(r"\[pathbind:([a-z_]+)/v(\d+)\] ")
 
 Part = np.ndarray | str  # an array, or why the model could not compute it

@@ -14,8 +14,8 @@ from loguru import logger
 from PIL import Image
 from tqdm import tqdm
 
-from pathbind.requests import AttentionRequest, AttentionResponse, OcclusionRequest, decode_request
-from pathbind_models import occlusion
+from pathbind.requests import MODEL_FAILED, AttentionRequest, AttentionResponse, OcclusionRequest, decode_request
+from pathbind_models import cache, occlusion
 from pathbind_models.adapter import Adapter
 
 Pending = tuple[int, list[Image.Image], str, dict[str, Any]]  # request index, images, prompt, generation settings
@@ -32,10 +32,12 @@ class AdapterModel(lmms):
     adapter_class: ClassVar[type]
     # Tasks declaring metadata.pathbind_requires run only on models offering it (pathbind.capabilities).
     pathbind_capabilities: ClassVar[frozenset[str]] = frozenset({"attention", "option_scores"})
+    show_progress = True  # off while --use_cache feeds the requests one unit at a time, behind its own bar
 
     def __init__(self, batch_size: int | str = 1, max_batch_size: int | str | None = None, device: str = "cpu",
                  **adapter_kwargs: Any) -> None:
         super().__init__()
+        cache.install()  # before lmms-eval builds its --use_cache ResponseCache
         self.batch_size = int(batch_size)
         self._device = torch.device(device)
         self.adapter: Adapter = self.make_adapter(**adapter_kwargs)
@@ -49,29 +51,55 @@ class AdapterModel(lmms):
         return self._device
 
     def generate_until(self, requests: list[Instance]) -> list[str]:
-        """Answers in request order. Contexts that are requests (``pathbind.requests``) get encoded answers, exempt
-        from the stop sequences; the others are answered in batches of ``batch_size`` (same image count and
-        settings) and cut at their stop sequences."""
+        """Answers in request order, one unit of :meth:`cache_units` at a time. Contexts that are requests
+        (``pathbind.requests``) get encoded answers, exempt from the stop sequences; the others are answered in
+        batches (same image count and settings within a unit) and cut at their stop sequences."""
         outputs: dict[int, str] = {}
         encoded: set[int] = set()
+        with tqdm(total=len(requests), desc=f"{type(self).__name__} generate",
+                  disable=self.rank != 0 or not self.show_progress) as bar:
+            for start, stop in self.cache_units("generate_until", requests):
+                self._answer_unit(requests, range(start, stop), outputs, encoded)
+                bar.update(stop - start)
+        return [outputs[i] if i in encoded or outputs[i].startswith(MODEL_FAILED)
+                else cut_at_stops(outputs[i], (r.args[1] or {}).get("until"))
+                for i, r in enumerate(requests)]
+
+    def _answer_unit(self, requests: list[Instance], unit: range, outputs: dict[int, str], encoded: set[int]) -> None:
+        """Encoded requests answered one by one, the unit's prompts together."""
         pending: list[Pending] = []
-        for index, request in enumerate(tqdm(requests, desc=f"{type(self).__name__} generate", disable=self.rank != 0)):
-            ctx, gen_kwargs, doc_to_visual, doc_id, task, split = request.args
-            gen_kwargs = dict(gen_kwargs or {})
-            with _answer_or_blank(outputs, index, task, doc_id):
+        for index in unit:
+            ctx, gen_kwargs, doc_to_visual, doc_id, task, split = requests[index].args
+            with _answer_or_failure(outputs, index, task, doc_id):
                 images = to_images(doc_to_visual(self.task_dict[task][split][doc_id]))
                 coded = decode_request(ctx)
-                if coded is not None:
-                    encoded.add(index)
-                    outputs[index] = self._answer_request(images, coded)
+                if coded is None:
+                    pending.append((index, images, ctx, dict(gen_kwargs or {})))
                     continue
-                pending.append((index, images, ctx, gen_kwargs))
-                if len(pending) == self.batch_size:
-                    self._answer(pending, outputs, requests)
-                    pending = []
+                encoded.add(index)
+                outputs[index] = self._answer_request(images, coded)
         self._answer(pending, outputs, requests)
-        return [outputs[i] if i in encoded else cut_at_stops(outputs[i], (r.args[1] or {}).get("until"))
-                for i, r in enumerate(requests)]
+
+    def cache_units(self, reqtype: str, requests: list[Instance]) -> list[tuple[int, int]]:
+        """The ``(start, stop)`` runs of requests answered together, in order, after each of which ``--use_cache``
+        stores the answers (``pathbind_models.cache``): up to ``batch_size`` ordinary prompts in a row, each encoded
+        request alone; loglikelihood requests one by one. Answers never depend on how the requests were split
+        into calls, since every call splits them the same way."""
+        if reqtype != "generate_until":
+            return [(i, i + 1) for i in range(len(requests))]
+        units: list[tuple[int, int]] = []
+        start = 0
+        for index, request in enumerate(requests):
+            coded = _is_request(request.args[0])
+            if coded and start < index:  # an encoded request ends the batch before it
+                units.append((start, index))
+                start = index
+            if coded or index + 1 - start == self.batch_size:
+                units.append((start, index + 1))
+                start = index + 1
+        if start < len(requests):
+            units.append((start, len(requests)))
+        return units
 
     def _answer(self, pending: list[Pending], outputs: dict[int, str],
                 requests: list[Instance]) -> None:
@@ -89,7 +117,7 @@ class AdapterModel(lmms):
                         self._answer([item], outputs, requests)
                 continue
             _, _, _, doc_id, task, _ = requests[indices[0]].args
-            with _answer_or_blank(outputs, indices[0], task, doc_id):
+            with _answer_or_failure(outputs, indices[0], task, doc_id):
                 outputs[indices[0]] = self._generate(group)[0]
 
     def _generate(self, group: list[Pending]) -> list[str]:
@@ -125,7 +153,8 @@ class AdapterModel(lmms):
 
     def loglikelihood(self, requests: list[Instance]) -> list[tuple[float, bool]]:
         results = []
-        for request in tqdm(requests, desc=f"{type(self).__name__} loglikelihood", disable=self.rank != 0):
+        for request in tqdm(requests, desc=f"{type(self).__name__} loglikelihood",
+                            disable=self.rank != 0 or not self.show_progress):
             ctx, doc_to_target, doc_to_visual, doc_id, task, split = request.args
             doc = self.task_dict[task][split][doc_id]
             continuation = doc_to_target(doc) if callable(doc_to_target) else doc_to_target
@@ -138,13 +167,22 @@ class AdapterModel(lmms):
 
 
 @contextmanager
-def _answer_or_blank(outputs: dict[int, str], index: int, task: str, doc_id: int) -> Iterator[None]:
-    """One bad document never ends the run: its failure is logged and it is answered with an empty string."""
+def _answer_or_failure(outputs: dict[int, str], index: int, task: str, doc_id: int) -> Iterator[None]:
+    """One bad document never ends the run: its failure is logged and answered with ``MODEL_FAILED`` and its
+    cause, which the task's scorer reports as the item's reason."""
     try:
         yield
     except Exception as exc:
         logger.warning(f"{task} doc {doc_id}: no answer ({type(exc).__name__}: {exc})")
-        outputs[index] = ""
+        outputs[index] = f"{MODEL_FAILED} {type(exc).__name__}: {exc}"
+
+
+def _is_request(context: str) -> bool:
+    """Whether a context is an encoded request, a malformed one included (it is answered alone, with its failure)."""
+    try:
+        return decode_request(context) is not None
+    except ValueError:
+        return True
 
 
 def to_images(visuals: Any) -> list[Image.Image]:

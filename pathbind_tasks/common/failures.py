@@ -8,6 +8,8 @@ from typing import Any
 
 from loguru import logger
 
+from pathbind.requests import MODEL_FAILED
+
 REQUEST_FAILED = "[LMMS_EVAL_REQUEST_FAILED"  # openai, gemini, async_openai once max_retries attempts failed
 BUDGET_EXCEEDED = "[LMMS_EVAL_BUDGET_EXCEEDED]"  # chat API backends once --max_tokens is spent
 MAX_DETAIL = 300  # characters of the backend's error kept in the reason
@@ -27,6 +29,8 @@ def no_answer_reason(text: str) -> str | None:
         return f"request failed{attempts}: {error.strip()}"[:MAX_DETAIL]
     if stripped.startswith(BUDGET_EXCEEDED):
         return "not sent: the run's token budget (--max_tokens) was spent"
+    if stripped.startswith(MODEL_FAILED):
+        return f"the model could not answer: {stripped.removeprefix(MODEL_FAILED).strip()}"[:MAX_DETAIL]
     return None
 
 
@@ -42,18 +46,21 @@ def response_scorer(kind: str, metrics: tuple[str, ...], fields: dict[str, str],
                     lost: Callable[[str], Record]) -> Callable[[Record, list[str]], Record]:
     """A total ``process_results`` for tasks whose model answer is an encoded response (maps, scores).
 
-    ``score(doc, response)`` builds the item's record; an unreadable image, a malformed document or a response
-    that cannot be decoded gives ``lost(reason)`` instead, logged. The record carries the item id and the doc
+    ``score(doc, response)`` builds the item's record; a malformed row (its ``doc_error``), an unreadable image,
+    no answer (:func:`no_answer_reason`: the model's or backend's failure) or a response that cannot be decoded
+    gives ``lost(reason)`` instead, logged. The record carries the item id and the doc
     columns ``fields`` names (record key -> column) and is emitted under every metric name.
     """
 
     def process_results(doc: Record, results: list[str]) -> Record:
         base = {"id": str(doc.get("id")), "accounting": doc.get("accounting"),
                 **{key: doc.get(column) for key, column in fields.items()}}
+        text = results[0] if results else ""
         try:
-            if doc.get("image_error"):
-                raise ValueError(doc["image_error"])
-            record = score(doc, results[0] if results else "")
+            problem = doc.get("doc_error") or doc.get("image_error") or no_answer_reason(text)
+            if problem:
+                raise ValueError(problem)
+            record = score(doc, text)
         except Exception as exc:  # the item is counted as lost with its reason
             reason = scoring_failure(exc)
             logger.warning(f"doc {base['id']}: cannot score {kind} ({reason})")

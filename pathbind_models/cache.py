@@ -1,0 +1,143 @@
+"""lmms-eval's ``--use_cache`` for PathBind models: answers stored as they come, unfinished runs resumed.
+
+lmms-eval 0.7.3 (``lmms_eval.caching.response_cache``) hands a model every uncached request in one call and stores
+the answers only when that call returns; a crashed run also leaves its answers in ``runs/<run id>/rank_<r>.db``,
+which a new run (new run id) never reads. Two wrappers fix both for models that offer ``cache_units``:
+
+- ``ResponseCache.execute`` runs lmms-eval's own lookup-answer-store step once per unit the model names (a batch,
+  an encoded request), so every key, lookup and stored value is lmms-eval's and each answer is on disk (SQLite
+  commit, fsync'd JSONL) before the next unit starts;
+- ``ResponseCache.create`` first copies the stored answers of runs whose process died into the new run's database,
+  and marks this run alive with a lock each rank holds until its process ends (the kernel drops it on a crash).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import functools
+import os
+import sqlite3
+from collections.abc import Callable
+from glob import glob
+from typing import IO, Any
+
+from lmms_eval.caching import response_cache
+from lmms_eval.caching.response_cache import ResponseCache
+from loguru import logger
+from tqdm import tqdm
+
+from pathbind.requests import MODEL_FAILED
+
+_MARK = "__pathbind_cache__"
+RESUMED = ".pathbind-resumed.rank_{}"  # in a dead run's folder: that rank of a later run copied its answers
+
+
+def install() -> None:
+    """Wrap ``ResponseCache.create``, ``execute`` and ``_is_valid_response``; idempotent."""
+    if getattr(ResponseCache.execute, _MARK, False):
+        return
+    create = ResponseCache.__dict__["create"].__func__
+    execute = ResponseCache.execute
+
+    @functools.wraps(create)
+    def resuming_create(cls: type, cache_root: str, **kwargs: Any) -> ResponseCache:
+        cache = create(cls, cache_root, **kwargs)
+        cache._pathbind_lock = hold_lock(cache._run_dir, cache._global_rank)
+        resume_dead_runs(cache)
+        return cache
+
+    @functools.wraps(execute)
+    def streaming_execute(cache: ResponseCache, lm: Any, reqtype: str, requests: list[Any]) -> list[Any]:
+        if getattr(lm, "cache_units", None) is None or not requests:
+            return execute(cache, lm, reqtype, requests)
+        return execute_by_unit(execute, cache, lm, reqtype, requests)
+
+    valid = ResponseCache.__dict__["_is_valid_response"].__func__
+
+    @functools.wraps(valid)
+    def answered(response: Any, request_type: str) -> bool:  # a model failure is not stored: a rerun retries it
+        return valid(response, request_type) and not (isinstance(response, str) and response.startswith(MODEL_FAILED))
+
+    setattr(streaming_execute, _MARK, True)
+    ResponseCache.create = classmethod(resuming_create)
+    ResponseCache.execute = streaming_execute
+    ResponseCache._is_valid_response = staticmethod(answered)
+
+
+def execute_by_unit(execute: Callable[..., list[Any]], cache: ResponseCache, lm: Any, reqtype: str,
+                    requests: list[Any]) -> list[Any]:
+    """lmms-eval's ``execute`` on each of the model's units in turn, behind one progress bar and one summary line."""
+    units = lm.cache_units(reqtype, requests)
+    if [i for unit in units for i in range(*unit)] != list(range(len(requests))):
+        raise ValueError(f"{type(lm).__name__}.cache_units does not split the {len(requests)} requests in order")
+    before = cache.get_stats()
+    results: list[Any] = []
+    lm.show_progress = False
+    logger.disable(response_cache.__name__)  # its hit counts would print once per unit
+    try:
+        with tqdm(total=len(requests), desc=f"{type(lm).__name__} {reqtype}", disable=lm.rank != 0) as bar:
+            for start, stop in units:
+                results.extend(execute(cache, lm, reqtype, requests[start:stop]))
+                bar.update(stop - start)
+    finally:
+        logger.enable(response_cache.__name__)
+        lm.show_progress = True
+    after = cache.get_stats()
+    logger.info(f"ResponseCache: {reqtype}: {after['hits'] - before['hits']} of {len(requests)} from the cache, "
+                f"{after['misses'] - before['misses']} answered and stored one unit at a time ({len(units)} units), "
+                f"{after['skipped_non_deterministic'] - before['skipped_non_deterministic']} sampled (never cached)")
+    return results
+
+
+def hold_lock(run_dir: str, rank: int) -> IO[str] | None:
+    """An exclusive lock on ``rank_<rank>.lock``, held while the returned file stays open (the process lives).
+
+    The file is locked before it takes its name, so nobody ever finds it unlocked while this run lives.
+    """
+    path = os.path.join(run_dir, f"rank_{rank}.lock")
+    try:
+        handle = open(f"{path}.{os.getpid()}", "w")  # noqa: SIM115 - open for the life of the process
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        os.replace(handle.name, path)
+    except OSError as exc:  # a file system without locks: this run cannot be resumed after a crash
+        logger.warning(f"ResponseCache: no liveness lock in {run_dir} ({exc}); a crash of this run is not resumed")
+        return None
+    return handle
+
+
+def resume_dead_runs(cache: ResponseCache) -> None:
+    """Copy into this run's database the answers of every earlier run that never finished and whose process died.
+
+    A run counts as dead when each of its ranks left a lock (PathBind wrote it) that nobody holds any more. Runs
+    that finished were merged into ``cache.db`` by lmms-eval; live ones merge themselves when they finish.
+    """
+    runs = os.path.join(cache._cache_root, "runs")
+    for run in sorted(glob(os.path.join(runs, "*", ""))):
+        run = run.rstrip(os.sep)
+        marker = os.path.join(run, RESUMED.format(cache._global_rank))
+        if run == cache._run_dir or os.path.exists(marker) or os.path.exists(os.path.join(run, ".merged")):
+            continue
+        locks = glob(os.path.join(run, "rank_*.lock"))
+        if not locks or not all(map(_released, locks)):
+            continue
+        shards = [path for path in (lock.removesuffix(".lock") + ".db" for lock in locks) if os.path.exists(path)]
+        before = cache.get_stats()["total_cached_entries"]
+        for shard in shards:
+            try:
+                ResponseCache.merge_shards([shard], cache.db_path)
+            except sqlite3.Error as exc:  # killed before it had tables, or damaged: nothing more will come of it
+                logger.warning(f"ResponseCache: {shard} of an unfinished run is unreadable ({exc}); skipped")
+        with open(marker, "w") as handle:
+            handle.write(f"{cache._run_id}\n")
+        copied = cache.get_stats()["total_cached_entries"] - before
+        logger.info(f"ResponseCache: resumed {copied} answers of unfinished run {os.path.basename(run)}")
+
+
+def _released(lock: str) -> bool:
+    """Whether nobody holds ``lock``: its run's process ended (a shared probe, so probes never block each other)."""
+    try:
+        with open(lock) as handle:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:  # held (BlockingIOError), or gone or unlockable: not known to be dead
+        return False
+    return True
