@@ -133,8 +133,8 @@ def test_release_tasks_load_through_lmms_eval_from_pathbind_data(task_manager, r
 
 
 def test_release_with_image_files_and_a_bad_row(task_manager, tmp_path, monkeypatch):
-    """Images given by file name resolve under <root>/pathview/images/; a missing file and a bad box are
-    invalid items with their reasons, not failures."""
+    """Images given by file name resolve under <root>/pathview/images/; a missing file, a bad box and a stated
+    size that is not the file's are invalid items with their reasons, not failures."""
     folder = tmp_path / "pathview"
     (folder / "images").mkdir(parents=True)
     Image.new("RGB", (40, 30), (230, 180, 220)).save(folder / "images" / "a.png")
@@ -143,7 +143,9 @@ def test_release_with_image_files_and_a_bad_row(task_manager, tmp_path, monkeypa
             {"id": "b", "image": "missing.png", "question": "Locate every tumor.", "target": "tumor",
              "boxes": [[1.0, 1.0, 20.0, 20.0]], "width": 40, "height": 30},
             {"id": "c", "image": "a.png", "question": "Locate every tumor.", "target": "tumor",
-             "boxes": [[50.0, 1.0, 60.0, 20.0]], "width": 40, "height": 30}]
+             "boxes": [[50.0, 1.0, 60.0, 20.0]], "width": 40, "height": 30},
+            {"id": "d", "image": "a.png", "question": "Locate every tumor.", "target": "tumor",
+             "boxes": [[1.0, 1.0, 20.0, 20.0]], "width": 80, "height": 60}]
     datasets.Dataset.from_list(rows).to_parquet(str(folder / "region_ogd.parquet"))
     monkeypatch.setenv("PATHBIND_DATA", str(tmp_path))
     task = task_manager.load_task_or_group(["pathview_region_ogd"])["pathview_region_ogd"]
@@ -151,9 +153,10 @@ def test_release_with_image_files_and_a_bad_row(task_manager, tmp_path, monkeypa
     assert docs["a"]["doc_error"] == docs["a"]["image_error"] == ""
     assert "unreadable image" in docs["b"]["image_error"]
     assert "field 'boxes': box 1 of 1 [50, 1, 60, 20]: box lies outside the image" in docs["c"]["doc_error"]
+    assert docs["d"]["doc_error"] == "width x height 80x60 disagrees with the image's 40x30"
     answer = ["<answer>[1, 1, 20, 20]</answer>"]
-    records = [task.process_results({k: v for k, v in docs[i].items() if k != "image"}, answer) for i in "abc"]
-    assert [r["dice"]["outcome"] for r in records] == ["answered", "invalid", "invalid"]
+    records = [task.process_results({k: v for k, v in docs[i].items() if k != "image"}, answer) for i in "abcd"]
+    assert [r["dice"]["outcome"] for r in records] == ["answered", "invalid", "invalid", "invalid"]
 
 
 def test_release_tasks_stop_before_any_model_call_without_pathbind_data(task_manager, monkeypatch):
@@ -169,5 +172,5 @@ def test_no_metric_name_contains_another():
              if entry.kind == "task" and entry.name.startswith("pathview")
              for m in read_task_yaml(entry.yaml_path)["metric_list"]}
     assert names == {"dice", "accuracy", "mae", "macro_f1", "entity_recall", "srr", "false_refusal_rate",
-                     "invalid_rate"}
+                     "invalid_rate", "accounting"}
     assert not [(a, b) for a in names for b in names if a != b and a in b]

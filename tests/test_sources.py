@@ -16,6 +16,7 @@ from PIL import Image
 from pathbind import make_plugin_manager
 from pathbind.catalog import plugin_tasks, read_task_yaml
 from pathbind.data import apply_data_root
+from pathbind_tasks.common.vqa import process_mcq_results
 from pathbind_tasks.medxpert_path import utils as medxpert
 from pathbind_tasks.omnimed_bright import utils as omnimed
 from pathbind_tasks.path_vqa import utils as path_vqa
@@ -484,3 +485,18 @@ def test_lmms_eval_dummy_model_runs_a_source_task(cli_root, tmp_path):
     assert metric(result, "omnimed_bright", "acc_image") == pytest.approx(25.0)  # q3 of four is A
     assert metric(result, "omnimed_bright", "invalid_rate") == pytest.approx(25.0)  # q5's answer is no option
 
+
+
+def test_pathmmu_options_given_as_one_string_make_the_item_invalid_not_characters(data_root):
+    """A release whose options are one string ("A) x | B) y") has no agreed separator: each item is invalid with
+    the reason, never split into one option per character."""
+    folder = data_root / "pathmmu"
+    (folder / "images").mkdir(parents=True, exist_ok=True)
+    (folder / "images" / "img_1.jpg").write_bytes(png(20))
+    item = {**pathmmu_item(1), "options": "A) Neutrophils | B) Eosinophils"}
+    (folder / "data.json").write_text(json.dumps({"PubMed": {"test": [item], "test_tiny": []}}))
+    docs = pathmmu.process_docs_test(load("json", folder / "data.json", **pathmmu_load_kwargs()))
+    doc = next(d for d in docs if d["condition"] == "image")
+    assert doc["options"] == [] and "field 'options'" in doc["doc_error"] and "is a str" in doc["doc_error"]
+    record = process_mcq_results(doc, ["<answer>B</answer>"])["acc_image"]
+    assert not record["valid"] and record["reason"] == doc["doc_error"]

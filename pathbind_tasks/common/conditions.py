@@ -13,9 +13,11 @@ from collections.abc import Callable, Sequence
 import datasets
 import numpy as np
 from PIL import Image, ImageFilter
+from pyarrow.lib import ArrowException
 
 from pathbind_metrics.aggregations import ABLATION_CONDITIONS
 from pathbind_tasks.common.accounting import counting
+from pathbind_tasks.common.images import image_problem, max_pixels
 
 WITH_AND_WITHOUT_IMAGE = ("image", "text")
 IMAGE_ONLY = ("image",)
@@ -58,27 +60,29 @@ def item_by_item(blocks: datasets.Dataset, n_items: int) -> datasets.Dataset:
 
 def with_readable_images(docs: datasets.Dataset) -> datasets.Dataset:
     """Check every image once; an unreadable one is replaced by a blank placeholder and its error kept in
-    ``image_error``, so the item is scored invalid with that reason instead of failing the run."""
-    raw = docs.cast_column("image", datasets.Image(decode=False))
+    ``image_error``, so the item is scored invalid with that reason instead of failing the run.
+
+    ``image`` may be an image feature, ``{bytes, path}`` structs (parquet written without datasets' metadata),
+    bytes or file paths; it comes back as ``datasets.Image()``, so ``doc["image"]`` is always a PIL image.
+    """
+    limit = max_pixels()
+    if Image.MAX_IMAGE_PIXELS is not None and limit > Image.MAX_IMAGE_PIXELS:
+        Image.MAX_IMAGE_PIXELS = limit  # PIL's own bomb guard must not warn about or refuse an image accepted here
+    raw = _undecoded(docs)
     batches = raw.select_columns("image").iter(batch_size=256)  # batches bound the bytes held at once
-    errors = [_image_error(value) for batch in batches for value in batch["image"]]
+    errors = [image_problem(value, limit) for batch in batches for value in batch["image"]]
     if any(errors):
         images = [_PLACEHOLDER if error else value for error, value in zip(errors, raw["image"], strict=True)]
         raw = raw.remove_columns("image").add_column("image", images, feature=datasets.Image(decode=False))
-        docs = raw.cast_column("image", docs.features["image"])
-    return docs.add_column("image_error", errors)
+    return raw.cast_column("image", datasets.Image()).add_column("image_error", errors)
 
 
-def _image_error(value: dict | None) -> str:
+def _undecoded(docs: datasets.Dataset) -> datasets.Dataset:
     try:
-        if not value or not (value.get("bytes") or value.get("path")):
-            return "no image"
-        source = io.BytesIO(value["bytes"]) if value.get("bytes") else value["path"]
-        with Image.open(source) as image:
-            image.verify()
-        return ""
-    except Exception as exc:  # any decoding failure makes the item invalid, never the run
-        return f"unreadable image ({type(exc).__name__}: {exc})"
+        return docs.cast_column("image", datasets.Image(decode=False))
+    except (TypeError, ValueError, ArrowException) as exc:  # the whole column is wrong: a setup error
+        raise ValueError(f"column 'image' of type {docs.features['image']} holds neither images, {{bytes, path}}, "
+                         f"bytes nor file paths ({exc})") from exc
 
 
 def _png(image: Image.Image) -> bytes:
@@ -97,8 +101,13 @@ def _condition(docs: datasets.Dataset, condition: str) -> datasets.Dataset:
     partners = swap_partners(subset_keys(docs), same=condition == "swap_same")
     # Undecoded, so the swap copies encoded bytes instead of decoding every image.
     images = docs.cast_column("image", datasets.Image(decode=False)).select(partners)["image"]
-    swapped = tagged.remove_columns("image").add_column("image", images, feature=docs.features["image"])
-    return swapped.add_column("image_from", [docs["id"][p] for p in partners])
+    swapped = tagged.remove_columns(["image", "image_error"])
+    swapped = swapped.add_column("image", images, feature=docs.features["image"])
+    ids, errors = docs["id"], docs["image_error"]
+    # The image shown is the partner's, so its error (if any) is what makes this answer invalid.
+    swapped = swapped.add_column("image_error", [f"swap partner {ids[p]}: {errors[p]}" if errors[p] else ""
+                                                 for p in partners])
+    return swapped.add_column("image_from", [ids[p] for p in partners])
 
 
 def subset_keys(docs: datasets.Dataset) -> list[str]:

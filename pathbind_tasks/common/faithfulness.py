@@ -5,8 +5,10 @@ Grounding items carry an expression and its box but no answer options, so every 
 ``Is there <expression> in this image?`` (yes/no prompt template) with reference answer "Yes": the expression
 was annotated in this image, and hiding its box should lower the "Yes" margin. The heat map under test is the
 attention from the expression's tokens in that same question. Schema: ``id``, ``image``, ``expression``,
-``bbox`` ([x_min, y_min, x_max, y_max] pixels), ``width``, ``height``, plus the column naming the item's
-subgroup for the permutation tests (``split``, or ``pattern`` in the demo).
+``bbox`` ([x_min, y_min, x_max, y_max] pixels of ``width`` x ``height``), ``width``, ``height``, plus the column
+naming the item's subgroup for the permutation tests (``split``, testA or testB in any case, or ``pattern`` in the
+demo). A row that cannot be scored (a field, or a stated size that is not the image's) is a lost item with that
+reason (``doc_error``).
 """
 
 from __future__ import annotations
@@ -22,25 +24,31 @@ from PIL import Image
 from pathbind import render_template
 from pathbind.requests import OcclusionRequest, OcclusionResponse
 from pathbind_metrics import faithfulness_aggregations as fa
+from pathbind_tasks.common import box_rows
 from pathbind_tasks.common.accounting import counting
-from pathbind_tasks.common.conditions import with_readable_images
 from pathbind_tasks.common.failures import response_scorer
+from pathbind_tasks.common.images import rgb_image
 from pathbind_tasks.common.ordering import in_id_order
-from pathbind_tasks.sources.raw import require
 
 COLUMNS = ("id", "image", "expression", "bbox", "width", "height")
 OPTIONS, REFERENCE = ("Yes", "No"), 0
 SEED = 0  # combined with each item's id, so the random curve order and control boxes do not depend on the rank
 METRICS = (*fa.HEADLINE, "control_boxes", "faith_ci", "perm_tests", "verdict", "faith_lost", "accounting")
+ADDED = ("subgroup", "image_error", "doc_error", "accounting")  # columns process_docs computes
 
 
 def subgroups_by(column: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
-    """``process_docs`` checking the schema and every image, with ``column`` as each item's subgroup."""
+    """``process_docs`` checking the schema, every image and every row, with ``column`` as each item's subgroup
+    (``split``: testA and testB only, the other rows dropped with their value)."""
 
     def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
-        require(dataset.column_names, (*COLUMNS, column), dataset="faithfulness", folder="pathbind_grounding")
+        dataset = box_rows.replace_added(dataset, ADDED, "faithfulness")
+        box_rows.require_columns(dataset, (*COLUMNS, column), label="faithfulness", folder="pathbind_grounding")
+        box_rows.require_rows(dataset, "faithfulness")
         with counting(dataset) as ledger:
-            docs = with_readable_images(dataset)
+            if column == "split":
+                dataset = box_rows.only_splits(dataset, box_rows.SPLITS, "faithfulness")
+            docs = box_rows.checked(dataset, "faithfulness")
             return ledger.close(docs.add_column("subgroup", [str(value) for value in docs[column]]))
 
     return process_docs
@@ -51,7 +59,7 @@ by_pattern = subgroups_by("pattern")
 
 
 def doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
-    return [doc["image"].convert("RGB")]
+    return [rgb_image(doc["image"])]
 
 
 def question(expression: str) -> str:
@@ -65,8 +73,9 @@ def item_seed(doc_id: Any) -> int:
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
     """An occlusion request (``pathbind.requests``) for the item's presence question."""
     options = lmms_eval_specific_kwargs or {}
-    prompt = render_template("yesno", question=question(doc["expression"]), thinking=False)
-    return OcclusionRequest(prompt, OPTIONS, REFERENCE, entity=doc["expression"].strip().rstrip("."),
+    expression = str(doc["expression"] or "")  # a row without one is lost (doc_error)
+    prompt = render_template("yesno", question=question(expression), thinking=False)
+    return OcclusionRequest(prompt, OPTIONS, REFERENCE, entity=expression.strip().rstrip("."),
                             grid=int(options.get("grid", 16)), fill=str(options.get("fill", "mean")),
                             steps=int(options.get("steps", 16)), seed=item_seed(doc["id"])).encode()
 

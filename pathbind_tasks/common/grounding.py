@@ -1,8 +1,10 @@
 """Attention grounding tasks: each item asks the model for entity attention maps, scored against its box.
 
 Schema (after conversion): ``id``, ``image``, ``expression``, ``bbox`` ([x_min, y_min, x_max, y_max] in
-pixels), ``width``, ``height``, ``split``. ``process_docs`` adds ``alternatives``: the other expressions of
-the cross-query test, drawn with a fixed seed from the same split, so every model and run gets the same.
+pixels of the image as ``width`` x ``height``), ``width``, ``height``, ``split``. ``process_docs`` adds
+``alternatives``: the other expressions of the cross-query test, drawn with a fixed seed from the same split, so
+every model and run gets the same; and ``doc_error``: why a row cannot be scored (a field, or a stated size
+that is not the image's), which makes it a lost item with that reason.
 """
 
 from __future__ import annotations
@@ -17,35 +19,39 @@ from PIL import Image
 from pathbind import render_template
 from pathbind.requests import LAYER_SETS, AttentionRequest, AttentionResponse, Query
 from pathbind_metrics import grounding_aggregations as ga
-from pathbind_tasks.common.accounting import counting, drop
-from pathbind_tasks.common.conditions import with_readable_images
+from pathbind_tasks.common import box_rows
+from pathbind_tasks.common.accounting import counting
 from pathbind_tasks.common.failures import response_scorer
+from pathbind_tasks.common.images import rgb_image
 from pathbind_tasks.common.ordering import in_id_order
-from pathbind_tasks.sources.raw import require
 
 ALTERNATIVES_SEED = 0
 N_ALTERNATIVES = 2  # K = 3 queries per image: the true expression and two others
 COLUMNS = ("id", "image", "expression", "bbox", "width", "height", "split")
 METRICS = (*ga.HEADLINE, "attn_ci", "q_sweep", "layer_sweep", "lost_items", "accounting")
+ADDED = ("alternatives", "image_error", "doc_error", "accounting")  # columns process_docs computes
 
 
 def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
-    """Check the schema, check every image, then draw each item's alternative expressions."""
-    require(dataset.column_names, COLUMNS, dataset="grounding", folder="pathbind_grounding")
+    """Check the schema, every image and every row, then draw each item's alternative expressions."""
+    dataset = box_rows.replace_added(dataset, ADDED, "grounding")
+    box_rows.require_columns(dataset, COLUMNS, label="grounding", folder="pathbind_grounding")
+    box_rows.require_rows(dataset, "grounding")
     with counting(dataset) as ledger:
-        docs = with_readable_images(dataset)
+        docs = box_rows.checked(dataset, "grounding")
         alternatives = draw_alternatives(list(docs["expression"]), list(docs["split"]))
         return ledger.close(docs.add_column("alternatives", alternatives))
 
 
-def draw_alternatives(expressions: list[str], splits: list[str], *, k: int = N_ALTERNATIVES,
+def draw_alternatives(expressions: list[Any], splits: list[Any], *, k: int = N_ALTERNATIVES,
                       seed: int = ALTERNATIVES_SEED) -> list[list[str]]:
-    """For each item, ``k`` distinct expressions of other items of its split, never equal to its own."""
+    """For each item, ``k`` distinct expressions of other items of its split, never equal to its own (an
+    expression that is not a non-empty text is in no pool: its row is lost, and no other item is asked it)."""
     rng = np.random.default_rng(seed)
-    pools: dict[str, list[str]] = {}
+    pools: dict[Any, list[str]] = {}
     for expression, split in zip(expressions, splits, strict=True):
         pools.setdefault(split, [])
-        if expression not in pools[split]:
+        if isinstance(expression, str) and expression.strip() and expression not in pools[split]:
             pools[split].append(expression)
     drawn = []
     for expression, split in zip(expressions, splits, strict=True):
@@ -56,19 +62,19 @@ def draw_alternatives(expressions: list[str], splits: list[str], *, k: int = N_A
 
 
 def doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
-    return [doc["image"].convert("RGB")]
+    return [rgb_image(doc["image"])]
 
 
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
     """An attention request (see ``pathbind.requests``) for the true expression and its alternatives."""
     template = (lmms_eval_specific_kwargs or {}).get("template", "locate")
-    entities = [doc["expression"], *doc["alternatives"]]
+    entities = [str(doc["expression"] or ""), *doc["alternatives"]]  # a row without one is lost (doc_error)
     queries = tuple(Query(render_template(template, entity=entity), entity) for entity in entities)
     return AttentionRequest(queries, LAYER_SETS).encode()
 
 
 def _score(doc: dict[str, Any], response: str) -> dict[str, Any]:
-    decoded = AttentionResponse.decode(response)
+    decoded = AttentionResponse.decode(response)  # doc_error and no-answer responses never get here
     return ga.item_record(decoded.maps, list(doc["bbox"]), (int(doc["width"]), int(doc["height"])),
                           view_box=decoded.view_box)
 
@@ -92,14 +98,14 @@ lost_items = ga.lost_items
 
 
 def split_filter(split: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
-    """``process_docs`` for one split of a file holding both (PathBind-Grounding's ``test.parquet``)."""
+    """``process_docs`` for one split of a file holding both (PathBind-Grounding's ``test.parquet``): the rows
+    whose ``split`` is ``split`` in any case and spacing, normalised; the others are dropped with their value."""
 
     def keep(dataset: datasets.Dataset) -> datasets.Dataset:
-        require(dataset.column_names, COLUMNS, dataset="pathbind_grounding", folder="grounding")
+        box_rows.require_columns(dataset, COLUMNS, label="grounding", folder="pathbind_grounding")
+        box_rows.require_rows(dataset, f"grounding {split}")
         with counting(dataset):
-            kept = dataset.filter(lambda s: s == split, input_columns="split")
-            drop(f"split is not {split}", len(dataset) - len(kept))
-            return process_docs(kept)
+            return process_docs(box_rows.only_splits(dataset, (split,), f"grounding {split}"))
 
     return keep
 

@@ -15,23 +15,52 @@ from pathbind_metrics import choice_letters, parse_choice, parse_yes_no
 from pathbind_metrics.aggregations import ABLATION_METRICS, BASE_METRICS
 from pathbind_tasks.common.conditions import visual_for
 from pathbind_tasks.common.failures import no_answer_reason, scoring_failure
+from pathbind_tasks.common.images import rgb_image
 from pathbind_tasks.common.messages import UserTurn
+from pathbind_tasks.sources.raw import letter_answer
+
+MAX_OPTIONS = 26  # one letter A-Z each
 
 
 def doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
     """The item's image as its condition presents it (none in the text-only condition)."""
     if doc.get("condition") == "text":
         return []
-    return visual_for(doc, doc["image"].convert("RGB"))
+    return visual_for(doc, rgb_image(doc["image"]))
 
 
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
-    """Render the task's template (``template`` in lmms_eval_specific_kwargs, ``thinking`` toggles <think>)."""
+    """Render the task's template (``template`` in lmms_eval_specific_kwargs, ``thinking`` toggles <think>).
+
+    Total, as lmms-eval builds every prompt before any answer: options that cannot be lettered are not shown
+    (the item is scored invalid). The question keeps its line breaks (case vignettes have paragraphs); each
+    option is one line, so an option text cannot add an option line of its own.
+    """
     kwargs = lmms_eval_specific_kwargs or {}
-    variables: dict[str, Any] = {"question": doc["question"], "thinking": bool(kwargs.get("thinking", False))}
+    variables: dict[str, Any] = {"question": str(doc.get("question") or "").strip(),
+                                 "thinking": bool(kwargs.get("thinking", False))}
     if doc.get("options") is not None:
-        variables["choices"] = list(zip(choice_letters(len(doc["options"])), doc["options"], strict=True))
+        options = [] if options_problem(doc["options"]) else one_line_options(doc["options"])
+        variables["choices"] = list(zip(choice_letters(len(options)), options, strict=True))
     return render_template(kwargs.get("template", "mcq"), **variables)
+
+
+def one_line_options(options: list[Any]) -> list[str]:
+    """Option texts with every run of whitespace, line breaks included, collapsed to one space."""
+    return [" ".join(str(option).split()) for option in options]
+
+
+def options_problem(options: Any) -> str:
+    """Why ``options`` cannot be asked as lettered choices, or "" when they can."""
+    if not isinstance(options, list | tuple):
+        return f"field 'options': {options!r:.80} is a {type(options).__name__}, not a list of option texts"
+    if not options:
+        return "field 'options': empty"
+    if len(options) > MAX_OPTIONS:
+        return f"field 'options': {len(options)} options, more than the {MAX_OPTIONS} letters A-Z"
+    empty = [letter for letter, text in zip(choice_letters(len(options)), one_line_options(list(options)),
+                                            strict=True) if not text]
+    return f"field 'options': option {', '.join(empty)} empty" if empty else ""
 
 
 # What lmms-eval's chat backends receive: the same images and prompt as the simple ones, as one user turn.
@@ -39,11 +68,15 @@ doc_to_messages = UserTurn(doc_to_visual, doc_to_text)
 
 
 def _judge_choice(doc: dict[str, Any], text: str) -> tuple[str | None, str]:
-    letters = choice_letters(len(doc["options"]))
-    reference = str(doc["answer"]).strip().upper()
-    if reference not in letters:
-        raise ValueError(f"field 'answer' is {doc['answer']!r}, not one of the option letters {', '.join(letters)}")
-    return parse_choice(text, list(doc["options"])), reference
+    problem = options_problem(doc["options"])
+    if problem:
+        raise ValueError(problem)
+    options = one_line_options(list(doc["options"]))
+    reference = letter_answer(doc["answer"], len(options))  # the converters' rule: "c", "(C)", "C) text"
+    if reference is None:
+        letters = ", ".join(choice_letters(len(options)))
+        raise ValueError(f"field 'answer' is {doc['answer']!r}, not one of the option letters {letters}")
+    return parse_choice(text, options), reference
 
 
 def _judge_yes_no(doc: dict[str, Any], text: str) -> tuple[str | None, str]:
@@ -87,11 +120,16 @@ def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], 
                                   "dimension": doc.get("dimension"), "source": doc.get("source"),
                                   "image_from": doc.get("image_from"), "accounting": doc.get("accounting")}
         try:
+            if doc.get("doc_error"):
+                raise ValueError(doc["doc_error"])
             if doc.get("image_error") and record["condition"] != "text":
                 raise ValueError(doc["image_error"])
             text = results[0] if results else ""
             parsed, reference = judge(doc, text)
+            if not str(doc.get("question") or "").strip():
+                raise ValueError("field 'question': empty")
             failure = no_answer_reason(text)
+            failure = failure and (_visual_failure(doc, text) or failure)
             parsed = None if failure else parsed
             record.update(reference=reference, parsed=parsed, valid=parsed is not None, correct=parsed == reference,
                           reason=failure or ("" if parsed is not None else "unparseable answer"))
@@ -102,6 +140,17 @@ def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], 
         return dict.fromkeys(metrics, record)
 
     return process_results
+
+
+def _visual_failure(doc: dict[str, Any], text: str) -> str | None:
+    """For an empty answer: why the model could not be shown the image, when that is why (it logs only that)."""
+    if text.strip() or doc.get("condition") == "text":
+        return None
+    try:
+        doc_to_visual(doc)
+    except Exception as exc:  # the same failure the model met building this item's visual
+        return f"no answer: the image could not be shown to the model ({type(exc).__name__}: {exc})"
+    return None
 
 
 process_mcq_results = scorer(_judge_choice, BASE_METRICS)

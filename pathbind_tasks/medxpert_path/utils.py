@@ -68,15 +68,18 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     ids = unique_ids([str(row["id"]) for row in selected], dataset=DATASET)
     rows = [_row(doc_id, row, root) for doc_id, row in zip(ids, selected, strict=True)]
     report_unmapped([row.pop("letter") for row in rows], dataset=DATASET)
-    return rows_to_docs(rows, MCQ_FEATURES, dataset=f"{DATASET} pathology")
+    errors = ["" if isinstance(row["options"], dict) else f"field 'options': {row['options']!r:.80} is not a mapping "
+              f"of option letters to texts" for row in selected]
+    return rows_to_docs(rows, MCQ_FEATURES, dataset=f"{DATASET} pathology").add_column("doc_error", errors)
 
 
 def _row(doc_id: str, row: dict[str, Any], root: Path) -> dict[str, Any]:
-    letters = sorted(key for key, value in (row["options"] or {}).items() if value is not None)
+    choices = row["options"] if isinstance(row["options"], dict) else {}  # anything else: doc_error
+    letters = sorted(key for key, value in choices.items() if value is not None)
     label = letter_answer(row["label"], 26)
     letter = chr(ord("A") + letters.index(label)) if label in letters else None
     return {"id": doc_id, "image": _image([image_path(name, root, ("images", "")) for name in row["images"] or []]),
-            "question": stem(str(row["question"])), "options": [str(row["options"][key]) for key in letters],
+            "question": stem(str(row["question"])), "options": [str(choices[key]) for key in letters],
             "answer": letter or str(row["label"]), "dimension": None, "source": DATASET, "letter": letter}
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import datasets
 
 from pathbind_tasks.common.conditions import ABLATIONS, IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
+from pathbind_tasks.common.vqa import options_problem
 from pathbind_tasks.sources.raw import (
     MCQ_FEATURES,
     embedded_docs,
@@ -33,15 +34,21 @@ def make_converter(data_name: str, label: str) -> Callable[[datasets.Dataset], d
     def convert(dataset: datasets.Dataset) -> datasets.Dataset:
         require(dataset.column_names, COLUMNS, dataset=label, folder="pathbind_vqa")
         text = dataset.remove_columns("image").to_list()
-        letters = [letter_answer(row["answer"], len(row["options"] or [])) for row in text]
+        options = [_option_texts(row["options"]) for row in text]
+        errors = [options_problem(row["options"]) if row["options"] is not None and not isinstance(row["options"], list)
+                  else "" for row in text]  # what the options column cannot keep: a string, a number
+        letters = [letter_answer(row["answer"], len(texts)) for row, texts in zip(text, options, strict=True)]
         report_unmapped(letters, dataset=label)
         columns: dict[str, list[Any]] = {
             "id": unique_ids([str(row["id"]) for row in text], dataset=label),
             "question": [str(row["question"] or "") for row in text],
-            "options": [[str(option) for option in row["options"] or []] for row in text],
+            "options": options,
             "answer": [letter or str(row["answer"]) for row, letter in zip(text, letters, strict=True)],
             "dimension": [None if row["dimension"] is None else str(row["dimension"]) for row in text],
             "source": [None if row["source"] is None else str(row["source"]) for row in text]}
+        return _docs(dataset, columns).add_column("doc_error", errors)
+
+    def _docs(dataset: datasets.Dataset, columns: dict[str, list[Any]]) -> datasets.Dataset:
         if _is_image(dataset.features["image"]):
             return embedded_docs(dataset, range(len(dataset)), columns, MCQ_FEATURES)
         root = image_root(data_name, dataset=label)
@@ -53,9 +60,21 @@ def make_converter(data_name: str, label: str) -> Callable[[datasets.Dataset], d
     return convert
 
 
+def _option_texts(options: Any) -> list[str]:
+    """The option texts of a list (a missing one empty, so the scorer names it); none of anything else.
+
+    A string is not split into options: ``"x|y"`` has no agreed separator, so its item is invalid (``doc_error``).
+    """
+    if not isinstance(options, list | tuple):
+        return []
+    return ["" if option is None else str(option) for option in options]
+
+
 def _is_image(feature: Any) -> bool:
-    """An image column: datasets' Image, or ``{bytes, path}`` as parquet written without its metadata."""
-    return isinstance(feature, datasets.Image) or (isinstance(feature, dict) and set(feature) == {"bytes", "path"})
+    """An image column: datasets' Image, ``{bytes, path}`` as parquet written without its metadata, or bytes."""
+    if isinstance(feature, datasets.Value):
+        return feature.dtype in ("binary", "large_binary")
+    return isinstance(feature, datasets.Image) or (isinstance(feature, dict) and "bytes" in feature)
 
 
 convert_vqa = make_converter("pathbind_vqa", "PathBind-VQA")

@@ -17,6 +17,7 @@ import datasets
 
 from pathbind_tasks.common.accounting import read_rows
 from pathbind_tasks.common.conditions import IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
+from pathbind_tasks.common.vqa import options_problem
 from pathbind_tasks.sources.raw import (
     MCQ_FEATURES,
     image_path,
@@ -64,13 +65,16 @@ def convert_splits(splits: Sequence[str]) -> Callable[[datasets.Dataset], datase
         ids = unique_ids([f"{subset}-{split}-{item['No']}" for subset, split, item in selected], dataset=DATASET)
         rows = [_row(doc_id, subset, item, root) for doc_id, (subset, _, item) in zip(ids, selected, strict=True)]
         report_unmapped([row.pop("letter") for row in rows], dataset=DATASET)
-        return rows_to_docs(rows, MCQ_FEATURES, dataset=DATASET)
+        errors = [options_problem(item.get("options")) if not isinstance(item.get("options"), list) else ""
+                  for _, _, item in selected]  # a string of options is not split into characters
+        return rows_to_docs(rows, MCQ_FEATURES, dataset=DATASET).add_column("doc_error", errors)
 
     return convert
 
 
 def _row(doc_id: str, subset: str, item: dict[str, Any], root: Path) -> dict[str, Any]:
-    options = strip_letter_prefixes([str(option) for option in item.get("options") or []])
+    raw = item.get("options")
+    options = strip_letter_prefixes([str(option) for option in raw]) if isinstance(raw, list) else []
     letter = letter_answer(item.get("answer"), len(options))
     return {"id": doc_id, "image": image_path(str(item.get("img") or ""), root, ("images",)),
             "question": str(item.get("question") or ""), "options": options,

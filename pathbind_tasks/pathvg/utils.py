@@ -12,9 +12,11 @@ from pathbind_tasks.common.accounting import counting
 from pathbind_tasks.common.grounding import process_docs
 from pathbind_tasks.sources.raw import require
 
+# width and height as floats: a fractional, NaN or huge value reaches the row check (a lost item naming the
+# field) instead of failing the integer cast for the whole file.
 FEATURES = datasets.Features({"id": datasets.Value("string"), "image": datasets.Image(),
                               "expression": datasets.Value("string"), "bbox": datasets.List(datasets.Value("float64")),
-                              "width": datasets.Value("int64"), "height": datasets.Value("int64"),
+                              "width": datasets.Value("float64"), "height": datasets.Value("float64"),
                               "split": datasets.Value("string")})
 
 

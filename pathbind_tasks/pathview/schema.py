@@ -2,7 +2,8 @@
 
 A task reads one file of the release (``$PATHBIND_DATA/pathview/<task>.parquet``; columns in the README).
 The columns a task kind needs are checked once, before any model call. Then each row is checked: a bad one
-is kept with its problem in ``doc_error`` (scored invalid with that reason), so it never fails the run.
+is kept with its problem in ``doc_error`` (scored invalid with that reason), so it never fails the run. Boxes
+are in pixels of the stated ``width`` x ``height``: where that is not the image's size, the item is invalid.
 Items with boxes carry ``box_frame``, the frame (:mod:`pathbind.box_frames`) their prompt writes and asks
 boxes in and their answer is read in; the task's ``process_docs`` names it (``grounding_docs_per_mille``).
 """
@@ -21,9 +22,10 @@ from loguru import logger
 from pathbind.box_frames import check_frame
 from pathbind_metrics.pathview import box_problem
 from pathbind_metrics.refusal import REFUSAL_FORM
+from pathbind_tasks.common import box_rows
 from pathbind_tasks.common.conditions import IMAGE_ONLY, with_conditions
 from pathbind_tasks.pathview.vocabulary import matcher
-from pathbind_tasks.sources.raw import embedded_docs, image_path, image_root, require, rows_to_docs, unique_ids
+from pathbind_tasks.sources.raw import embedded_docs, image_path, image_root, rows_to_docs, unique_ids
 
 DATA_NAME = "pathview"
 LABEL = "PathView-Bench"
@@ -63,23 +65,18 @@ KINDS = {
 }
 
 
-class _Bad(ValueError):
-    """One field of one row is unusable."""
+_Bad = box_rows.BadField  # one field of one row is unusable
 
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"field {field!r}: {problem}")
+
+class _Mismatch(ValueError):
+    """The stated width and height are not the image's: the frame of the item's boxes is ambiguous."""
 
 
 def _size(row: dict[str, Any], required: bool) -> tuple[int, int] | None:
     values = row.get("width"), row.get("height")
     if values == (None, None) and not required:
         return None
-    sides = []
-    for name, value in zip(("width", "height"), values, strict=True):
-        if not isinstance(value, int | float) or value < 1 or value != int(value):
-            raise _Bad(name, f"{value!r} is not a positive whole number of pixels")
-        sides.append(int(value))
-    return sides[0], sides[1]
+    return box_rows.pixels(values[0], "width"), box_rows.pixels(values[1], "height")
 
 
 def _boxes(value: Any, field: str, size: tuple[int, int] | None) -> list[list[float]]:
@@ -127,9 +124,12 @@ def _entities(value: Any) -> list[str]:
     return list(dict.fromkeys(label for label in canonical if label))
 
 
-def _fields(row: dict[str, Any], kind: Kind) -> dict[str, Any]:
-    """The document fields of one row, raising ``_Bad`` for the first unusable one."""
+def _fields(row: dict[str, Any], kind: Kind, image_size: tuple[int, int] | None) -> dict[str, Any]:
+    """The document fields of one row, raising ``_Bad`` for the first unusable one; boxes need ``image_size``
+    (None: unknown, the image check reports why) to be the stated size."""
     size = _size(row, required="width" in kind.columns)
+    if kind.has_boxes and size is not None and box_rows.size_problem(size, image_size):
+        raise _Mismatch(box_rows.size_problem(size, image_size))
     fields: dict[str, Any] = dict(zip(("width", "height"), size or (None, None), strict=True))
     if kind.answer_format == "choice":
         fields["options"] = _options(row)
@@ -151,7 +151,8 @@ def _fields(row: dict[str, Any], kind: Kind) -> dict[str, Any]:
     return fields
 
 
-def _document(row: dict[str, Any], kind: Kind, frame: str | None) -> dict[str, Any]:
+def _document(row: dict[str, Any], kind: Kind, frame: str | None, image_size: tuple[int, int] | None
+              ) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "question": str(row.get("question") or ""), "answer_format": kind.answer_format, "trap": kind.trap,
         "answer": "", "options": [], "target": None if row.get("target") is None else str(row["target"]),
@@ -161,8 +162,8 @@ def _document(row: dict[str, Any], kind: Kind, frame: str | None) -> dict[str, A
     try:
         if not doc["question"].strip():
             raise _Bad("question", "empty")
-        doc.update(_fields(row, kind))
-    except _Bad as exc:
+        doc.update(_fields(row, kind, image_size))
+    except (_Bad, _Mismatch) as exc:
         doc["doc_error"] = str(exc)
     return doc
 
@@ -173,23 +174,37 @@ def converter(kind_name: str, frame: str = "pixel") -> Callable[[datasets.Datase
     box_frame = check_frame(frame) if kind.has_boxes else None
 
     def convert(dataset: datasets.Dataset) -> datasets.Dataset:
-        require(dataset.column_names, ("id", "image", "question", *kind.columns), dataset=LABEL, folder="pathview")
+        box_rows.require_columns(dataset, ("id", "image", "question", *kind.columns), label=LABEL, folder="pathview")
+        box_rows.require_rows(dataset, LABEL)
+        embedded = _is_image(dataset.features["image"])
+        images = None if embedded else [image_path(str(name or ""), image_root(DATA_NAME, dataset=LABEL),
+                                                   ("", "images")) for name in dataset["image"]]
         rows = dataset.remove_columns("image").to_list()
-        docs = [_document(row, kind, box_frame) for row in rows]
-        problems = [doc["doc_error"] for doc in docs if doc["doc_error"]]
-        if problems:
-            logger.warning(f"{LABEL}: {len(problems)} of {len(docs)} items are malformed and will be scored invalid "
-                           f"(first: {problems[0]})")
+        docs = _documents(dataset, rows, kind, box_frame, images)
         columns = {"id": unique_ids([str(row["id"]) for row in rows], dataset=LABEL),
                    **{name: [doc[name] for doc in docs] for name in FEATURES if name not in ("id", "image")}}
-        if _is_image(dataset.features["image"]):
+        if images is None:
             return embedded_docs(dataset, range(len(dataset)), columns, FEATURES)
-        root = image_root(DATA_NAME, dataset=LABEL)
-        images = [image_path(str(name or ""), root, ("", "images")) for name in dataset["image"]]
         return rows_to_docs([{"image": image, **{name: values[i] for name, values in columns.items()}}
                              for i, image in enumerate(images)], FEATURES, dataset=LABEL)
 
     return convert
+
+
+def _documents(dataset: datasets.Dataset, rows: list[dict[str, Any]], kind: Kind, frame: str | None,
+               paths: list[str] | None) -> list[dict[str, Any]]:
+    """Each row's document; boxes are checked against the image's size, read from its header (embedded, or the
+    file at ``paths``) without decoding it. The malformed rows are logged once."""
+    if not kind.has_boxes:
+        sizes: list[tuple[int, int] | None] = [None] * len(rows)
+    else:
+        sizes = box_rows.image_sizes(dataset if paths is None else datasets.Dataset.from_dict({"image": paths}))
+    docs = [_document(row, kind, frame, size) for row, size in zip(rows, sizes, strict=True)]
+    problems = [(row["id"], doc["doc_error"]) for row, doc in zip(rows, docs, strict=True) if doc["doc_error"]]
+    if problems:
+        logger.warning(f"{LABEL}: {len(problems)} of {len(docs)} items of {box_rows.source(dataset)} are malformed "
+                       f"and will be scored invalid (first: row {problems[0][0]!r}: {problems[0][1]})")
+    return docs
 
 
 def _is_image(feature: Any) -> bool:

@@ -2,11 +2,12 @@
 
 Refusals are judged first (:func:`pathbind_metrics.refusal.is_refusal`): on a trap a refusal is the safe
 answer; on an answerable item it is a false refusal, scored like a wrong answer. An answer that cannot be
-read (no box, no single option, no whole number), a box that cannot be placed on the image, an empty answer
-and a malformed item (its ``doc_error``) are invalid: wrong for Dice, accuracy, macro-F1 and entity recall,
-left out of the MAE, and counted in ``invalid_rate``. Total by design: lmms-eval retries a raising
-``process_results``, so nothing here raises for one item. Boxes are read in the item's ``box_frame`` (what its
-prompt asked for); every record names that frame, and a box answer's record holds its boxes in pixels.
+read (no box, no single option, no whole number), a box that cannot be placed on the image, no answer (empty,
+or the model's or backend's failure) and a malformed item (its ``doc_error``) are invalid: wrong for Dice,
+accuracy, macro-F1 and entity recall, left out of the MAE, and counted in ``invalid_rate``. Total by design:
+lmms-eval retries a raising ``process_results``, so nothing here raises for one item. Boxes are read in the item's
+``box_frame`` (what its prompt asked for); every record names that frame, and a box answer's record holds its
+boxes in pixels.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from loguru import logger
 from pathbind_metrics.pathview import box_dice, box_problem, entity_recall, to_pixels
 from pathbind_metrics.pathview_parsing import parse_boxes, parse_count, parse_entities, parse_option
 from pathbind_metrics.refusal import REFUSAL_FORM, is_refusal
-from pathbind_tasks.common.failures import scoring_failure
+from pathbind_tasks.common.failures import no_answer_reason, scoring_failure
 from pathbind_tasks.pathview.vocabulary import answer_class, matcher
 
 ANSWERABLE = ("false_refusal_rate", "invalid_rate", "accounting")
@@ -91,8 +92,9 @@ def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], 
                 logger.warning(f"doc {record['id']}: cannot score ({problem})")
                 raise Unreadable(problem)
             record["reference"] = _reference(doc)
-            if not text.strip():
-                raise Unreadable("empty answer")
+            failure = no_answer_reason(text)  # empty, or the model's or backend's failure
+            if failure:
+                raise Unreadable(failure)
             if is_refusal(text):
                 record.update(outcome="refused", parsed=REFUSAL_FORM)
             else:

@@ -29,7 +29,7 @@ MCQ_FEATURES = datasets.Features({"id": TEXT, "image": datasets.Image(), "questi
 
 # "A) text", "(A) text", "A. text", "A: text": a capital and a delimiter; "A cell" is text, not a letter.
 _PREFIX = re.compile(r"^\s*\(?([A-Z])[).:]\s*")
-_LETTER = re.compile(r"^\s*\(?([A-Z])\)?\s*$")
+_LETTER = re.compile(r"^\s*\(?([A-Za-z])\)?\s*$")  # a letter alone names its option in either case
 
 
 def require(present: Iterable[str], required: Iterable[str], *, dataset: str, folder: str,
@@ -52,12 +52,12 @@ def strip_letter_prefixes(options: Sequence[str]) -> list[str]:
 
 
 def letter_answer(answer: Any, n_options: int) -> str | None:
-    """The option letter a raw answer names: "B", "(B)", "B) text", "B. text"; None beyond the options."""
+    """The option letter a raw answer names: "B", "b", "(B)", "B) text", "B. text"; None beyond the options."""
     text = "" if answer is None else str(answer)
     match = _LETTER.match(text) or _PREFIX.match(text)
-    if match is None or ord(match.group(1)) - ord("A") >= n_options:
+    if match is None or ord(match.group(1).upper()) - ord("A") >= n_options:
         return None
-    return match.group(1)
+    return match.group(1).upper()
 
 
 def text_answer(answer: Any, options: Sequence[str]) -> str | None:
@@ -77,13 +77,22 @@ def yes_no(answer: Any) -> str | None:
 
 
 def unique_ids(ids: Sequence[str], *, dataset: str) -> list[str]:
-    """The ids, with "#<n>" appended to repeats: items are paired across conditions by id."""
-    counts, seen, out = Counter(ids), Counter[str](), []
+    """The ids, each repeat renamed "<id>#<n>" (the first occurrence keeps its id): items are paired across
+    conditions by id, so every id returned is distinct, never one that the data, or an earlier rename, has."""
+    taken, seen, out = set(ids), set(), []
+    suffix: Counter[str] = Counter()
     for item in ids:
-        seen[item] += 1
-        out.append(item if counts[item] == 1 else f"{item}#{seen[item]}")
-    if len(counts) < len(ids):
-        logger.warning(f"{dataset}: {len(ids) - len(counts)} repeated ids made unique with '#<n>' suffixes")
+        if item not in seen:
+            seen.add(item)
+            out.append(item)
+            continue
+        suffix[item] = max(suffix[item], 1) + 1
+        while f"{item}#{suffix[item]}" in taken:
+            suffix[item] += 1
+        taken.add(f"{item}#{suffix[item]}")
+        out.append(f"{item}#{suffix[item]}")
+    if len(seen) < len(ids):
+        logger.warning(f"{dataset}: {len(ids) - len(seen)} repeated ids renamed '<id>#<n>' (the first keeps its id)")
     return out
 
 

@@ -1,0 +1,197 @@
+"""Row checks of the box tasks (grounding, faithfulness, PathView): fields, split names, the image's real size.
+
+A systematic problem (no rows, a column PathBind would add) is raised or handled once, naming the task's file;
+a bad row keeps its problem, naming the field, in ``doc_error`` and is scored lost/invalid with it.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import sys
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import datasets
+from loguru import logger
+from PIL import ExifTags, Image
+
+from pathbind_tasks.common.accounting import drop
+from pathbind_tasks.common.conditions import with_readable_images
+from pathbind_tasks.sources.raw import require, unique_ids
+
+SPLITS = ("testA", "testB")
+MAX_SIDE = 2**31 - 1  # the int32 of the documents' width/height
+TRANSPOSED = (5, 6, 7, 8)  # EXIF orientations that datasets' decoding (exif_transpose) turns by 90 degrees
+
+
+class BadField(ValueError):
+    """One field of one row is unusable."""
+
+    def __init__(self, field: str, problem: str) -> None:
+        super().__init__(f"field {field!r}: {problem}")
+
+
+def source(dataset: datasets.Dataset | None = None, max_depth: int = 16) -> str:
+    """Where the rows lmms-eval is converting come from ("task T, file F"), for error messages.
+
+    ``process_docs`` only sees a Dataset, whose cache files are datasets' copies; the file the user gave is in
+    the config of the lmms-eval task whose ``download`` is running (its ``self``; ``split`` is being converted).
+    """
+    frame = sys._getframe(1)
+    for _ in range(max_depth):
+        if frame.f_back is None:
+            break
+        frame = frame.f_back
+        owner: Any = frame.f_locals.get("self")
+        config = getattr(owner, "config", None)
+        if type(owner).__module__.startswith("lmms_eval") and config is not None:
+            files = (getattr(config, "dataset_kwargs", None) or {}).get("data_files")
+            split = frame.f_locals.get("split")
+            named = files.get(split, files) if isinstance(files, dict) else files
+            where = f"file {named}" if named else f"dataset {getattr(config, 'dataset_path', '?')}"
+            return f"task {getattr(owner, 'task_name', '?')}, {where}"
+    cached = [f["filename"] for f in (dataset.cache_files if dataset is not None else [])]
+    return f"file {cached[0]} (datasets' copy)" if cached else "an in-memory dataset"
+
+
+def require_columns(dataset: datasets.Dataset, columns: Iterable[str], *, label: str, folder: str) -> None:
+    """Fail before any model call when a column is missing, naming the columns, the file and the README."""
+    try:
+        require(dataset.column_names, columns, dataset=label, folder=folder)
+    except ValueError as exc:
+        raise ValueError(f"{exc} ({source(dataset)})") from None
+
+
+def require_rows(dataset: datasets.Dataset, label: str, what: str = "rows") -> None:
+    """Fail before any model call when there is nothing to evaluate (one error, not one per row)."""
+    if len(dataset) == 0:
+        raise ValueError(f"{label}: no {what} in {source(dataset)}; nothing to evaluate")
+
+
+def replace_added(dataset: datasets.Dataset, added: Iterable[str], label: str) -> datasets.Dataset:
+    """``dataset`` without input columns named like the ones PathBind adds, which replace them (logged)."""
+    clashes = [name for name in added if name in dataset.column_names]
+    if clashes:
+        logger.warning(f"{label}: {source(dataset)} has column(s) {', '.join(map(repr, clashes))}, which PathBind "
+                       f"computes itself; the file's values are ignored and replaced")
+        dataset = dataset.remove_columns(clashes)
+    return dataset
+
+
+def split_name(value: Any) -> str | None:
+    """``testA`` or ``testB`` for a split written in any case, with spaces around it; None for anything else."""
+    text = value.strip().casefold() if isinstance(value, str) else None
+    return next((name for name in SPLITS if name.casefold() == text), None)
+
+
+def split_drop_reason(value: Any, evaluated: Sequence[str]) -> str | None:
+    """Why a row of split ``value`` is left out of a task evaluating ``evaluated``; None when it is kept."""
+    name = split_name(value)
+    if name is None:
+        return f"split is {value!r}, not {' or '.join(SPLITS)}"
+    return None if name in evaluated else f"split is {name} (this task evaluates {' and '.join(evaluated)})"
+
+
+def only_splits(dataset: datasets.Dataset, splits: tuple[str, ...], label: str) -> datasets.Dataset:
+    """The rows of ``splits``, their ``split`` normalised; every other row dropped in the open ledger."""
+    reasons = [split_drop_reason(value, splits) for value in dataset["split"]]
+    for reason, count in Counter(r for r in reasons if r).items():
+        drop(reason, count)
+    kept = dataset.select([i for i, reason in enumerate(reasons) if reason is None])
+    if not kept:
+        present = ", ".join(f"{value!r}: {n}" for value, n in Counter(dataset["split"]).most_common(6))
+        raise ValueError(f"{label}: no row of {source(dataset)} has split {' or '.join(splits)} (its splits: "
+                         f"{present}); nothing to evaluate")
+    names = [split_name(value) for value in kept["split"]]
+    return kept.remove_columns("split").add_column("split", names)
+
+
+def pixels(value: Any, field: str) -> int:
+    """A side length in pixels: a positive whole number that fits the documents' int32."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 1 \
+            or value != int(value):
+        raise BadField(field, f"{value!r} is not a positive whole number of pixels")
+    if value > MAX_SIDE:
+        raise BadField(field, f"{value!r} pixels is more than the {MAX_SIDE} a side can have")
+    return int(value)
+
+
+def bbox(value: Any) -> list[float]:
+    """``[x_min, y_min, x_max, y_max]``: four finite numbers (their placement is judged by the metrics)."""
+    try:
+        box = [float(v) for v in value]
+    except (TypeError, ValueError):
+        box = []
+    if len(box) != 4 or not all(map(math.isfinite, box)):
+        raise BadField("bbox", f"{value!r} is not [x_min, y_min, x_max, y_max]")
+    return box
+
+
+def size_problem(stated: tuple[int, int], actual: tuple[int, int] | None) -> str:
+    """Why boxes in pixels of ``stated`` cannot be placed on an image of ``actual`` size ("" when they can): the
+    frame of the boxes is ambiguous, and rescaling them would be a guess."""
+    if actual is None or tuple(stated) == tuple(actual):
+        return ""
+    return f"width x height {stated[0]}x{stated[1]} disagrees with the image's {actual[0]}x{actual[1]}"
+
+
+def header_size(value: dict | str | None) -> tuple[int, int] | None:
+    """The (width, height) the decoded image will have, from its header; None when it cannot be read (the image
+    check reports why). PNG orientation is read only from an eXIf chunk before the pixels (loading is decoding)."""
+    try:
+        if isinstance(value, str):
+            value = {"path": value, "bytes": None}
+        if not value or not (value.get("bytes") or value.get("path")):
+            return None
+        with Image.open(io.BytesIO(value["bytes"]) if value.get("bytes") else value["path"]) as image:
+            size = image.size
+            exif = image.getexif() if image.format != "PNG" or "exif" in image.info else Image.Exif()
+            orientation = exif.get(ExifTags.Base.Orientation)
+    except Exception:  # an unreadable image is the image check's to report
+        return None
+    return (size[1], size[0]) if orientation in TRANSPOSED else (size[0], size[1])
+
+
+def image_sizes(docs: datasets.Dataset, column: str = "image") -> list[tuple[int, int] | None]:
+    """Each row's image size from its header, never decoding the pixels (batches bound the bytes held)."""
+    raw = docs.select_columns([column])
+    if isinstance(raw.features[column], datasets.Image):
+        raw = raw.cast_column(column, datasets.Image(decode=False))
+    return [header_size(value) for batch in raw.iter(batch_size=256) for value in batch[column]]
+
+
+def box_problem(row: dict[str, Any], size: tuple[int, int] | None) -> str:
+    """The first unusable field of a grounding row (expression, bbox, width, height, size), '' when usable."""
+    try:
+        if not isinstance(row.get("expression"), str) or not row["expression"].strip():
+            raise BadField("expression", f"{row.get('expression')!r} is not a non-empty text")
+        bbox(row.get("bbox"))
+        stated = pixels(row.get("width"), "width"), pixels(row.get("height"), "height")
+    except BadField as exc:
+        return str(exc)
+    return size_problem(stated, size)
+
+
+def checked(dataset: datasets.Dataset, label: str) -> datasets.Dataset:
+    """``dataset`` with unique text ids, every image checked (``image_error``) and every row (``doc_error``)."""
+    try:
+        docs = with_readable_images(dataset)
+    except ValueError as exc:  # the whole image column is unusable
+        raise ValueError(f"{label}: {exc} ({source(dataset)})") from None
+    ids = unique_ids([str(value) for value in docs["id"]], dataset=label)
+    return with_box_checks(docs.remove_columns("id").add_column("id", ids), label)
+
+
+def with_box_checks(docs: datasets.Dataset, label: str) -> datasets.Dataset:
+    """``docs`` with ``doc_error``: each row's problem (:func:`box_problem`; '' when fine), logged once."""
+    sizes = image_sizes(docs)
+    fields = docs.select_columns(["id", "expression", "bbox", "width", "height", "image_error"]).to_list()
+    # An unreadable image was replaced by a placeholder: its size says nothing, its error is the reason.
+    problems = [box_problem(row, None if row["image_error"] else size) for row, size in zip(fields, sizes, strict=True)]
+    bad = [(row["id"], problem) for row, problem in zip(fields, problems, strict=True) if problem]
+    if bad:
+        logger.warning(f"{label}: {len(bad)} of {len(docs)} rows of {source(docs)} cannot be scored and count as "
+                       f"lost (first: row {bad[0][0]!r}: {bad[0][1]})")
+    return docs.add_column("doc_error", problems)
