@@ -26,8 +26,9 @@ from pathbind_tasks.quilt_vqa import utils as quilt_vqa
 from pathbind_tasks.sources.raw import letter_answer, strip_letter_prefixes, text_answer, yes_no
 
 TASKS = Path(pathmmu.__file__).parent.parent
-SOURCE_TASKS = ("pathmmu_test", "quilt_vqa", "path_vqa", "medxpert_path", "omnimed_bright")
-BASE_TASKS = (*SOURCE_TASKS, "pathmmu_test_tiny", "pathbind_vqa", "pathbind_pta")
+SOURCE_TASKS = ("pathbind_pathmmu_test", "pathbind_quilt_vqa", "pathbind_path_vqa", "pathbind_medxpert_path",
+                "pathbind_omnimed_bright")
+BASE_TASKS = (*SOURCE_TASKS, "pathbind_pathmmu_test_tiny", "pathbind_vqa", "pathbind_pta")
 # lmms-eval's own download keys: they never reach datasets.load_dataset.
 LMMS_EVAL_KWARGS = ("video", "cache_dir", "token", "force_download", "force_unzip", "create_link")
 
@@ -190,7 +191,7 @@ def load(builder: str, path: Path, split: str = "test", **kwargs: Any) -> datase
 
 def pathmmu_load_kwargs() -> dict[str, Any]:
     """The builder kwargs the PathMMU YAML hands datasets (lmms-eval's download keys removed)."""
-    kwargs = read_task_yaml(TASKS / "pathmmu" / "pathmmu_test.yaml")["dataset_kwargs"]
+    kwargs = read_task_yaml(TASKS / "pathmmu" / "pathbind_pathmmu_test.yaml")["dataset_kwargs"]
     return {k: v for k, v in kwargs.items() if k not in (*LMMS_EVAL_KWARGS, "data_files")}
 
 
@@ -395,16 +396,17 @@ def test_every_task_has_its_image_and_thinking_variants_and_the_group_lists_the_
 
 def test_hub_caches_match_the_yamls():
     """The converters look for unzipped images where the YAML tells lmms-eval to put them."""
-    for module, yaml in ((pathmmu, "pathmmu/pathmmu_test.yaml"), (medxpert, "medxpert_path/medxpert_path.yaml")):
+    for module, yaml in ((pathmmu, "pathmmu/pathbind_pathmmu_test.yaml"),
+                         (medxpert, "medxpert_path/pathbind_medxpert_path.yaml")):
         config = read_task_yaml(TASKS / yaml)
         assert config["dataset_kwargs"]["cache_dir"] == module.HUB_CACHE
         assert config["metadata"]["pathbind_data"] == module.DATA_NAME
 
 
 def test_gated_sets_without_data_fail_with_the_variable_to_set(monkeypatch):
-    """pathbind_vqa and omnimed_bright have no public location: the bridge says what to set."""
+    """pathbind_vqa and pathbind_omnimed_bright have no public location: the bridge says what to set."""
     monkeypatch.delenv("PATHBIND_DATA", raising=False)
-    for task in ("pathbind_vqa", "pathbind_pta_image", "omnimed_bright"):
+    for task in ("pathbind_vqa", "pathbind_pta_image", "pathbind_omnimed_bright"):
         path = next(e.yaml_path for e in plugin_tasks(make_plugin_manager()) if e.name == task)
         with pytest.raises(ValueError, match="PATHBIND_DATA"):
             apply_data_root(read_task_yaml(path))
@@ -427,7 +429,7 @@ def reads_declared_files(root: Path) -> bool:
     """Whether pathbind.data reads a task's own data_files from $PATHBIND_DATA/<metadata.pathbind_data>/."""
     os.environ["PATHBIND_DATA"] = str(root)
     try:
-        config = apply_data_root(read_task_yaml(TASKS / "pathmmu" / "pathmmu_test_tiny_image.yaml"))
+        config = apply_data_root(read_task_yaml(TASKS / "pathmmu" / "pathbind_pathmmu_test_tiny_image.yaml"))
     finally:
         del os.environ["PATHBIND_DATA"]
     return str(root / "pathmmu" / "data.json") in json.dumps(config.get("dataset_kwargs"))
@@ -458,20 +460,24 @@ def test_blind_model_runs_a_yes_no_source_an_mcq_source_and_pathbind_vqa(cli_roo
     Where pathbind.data reads a task's data folder by metadata.pathbind_data, PathMMU's release layout and
     variants sharing their base task's folder run in the same evaluation.
     """
-    tasks = ["path_vqa", "medxpert_path", "pathbind_vqa"]
+    tasks = ["pathbind_path_vqa", "pathbind_medxpert_path", "pathbind_vqa"]
     if reads_declared_files(cli_root):
-        tasks += ["pathmmu_test_tiny_image", "quilt_vqa_think"]
+        tasks += ["pathbind_pathmmu_test_tiny_image", "pathbind_quilt_vqa_think"]
     result = lmms_eval(tmp_path, "pathbind_blind", ",".join(tasks), env={"PATHBIND_DATA": str(cli_root)})
     for task in tasks:
         for name in ("acc_image", "invalid_rate") if task.endswith("_image") else ("acc_image", "acc_text", "mg",
                                                                                    "invalid_rate"):
             assert isinstance(metric(result, task, name), float), (task, name)
-    assert metric(result, "path_vqa", "invalid_rate") == 0  # the blind control always answers yes or no
-    assert metric(result, "medxpert_path", "invalid_rate") == pytest.approx(100 / 3)  # MM-4's label "F"
+    assert metric(result, "pathbind_path_vqa", "invalid_rate") == 0  # the blind control always answers yes or no
+    assert metric(result, "pathbind_medxpert_path", "invalid_rate") == pytest.approx(100 / 3)  # MM-4's label "F"
     assert metric(result, "pathbind_vqa", "invalid_rate") == pytest.approx(100 / 3)  # pb-2's answer "Z"
-    if "pathmmu_test_tiny_image" in tasks:
-        assert metric(result, "pathmmu_test_tiny_image", "invalid_rate") == 0
-        assert metric(result, "quilt_vqa_think", "invalid_rate") == pytest.approx(100 / 3)  # "It is on the left"
+    if "pathbind_pathmmu_test_tiny_image" in tasks:
+        assert metric(result, "pathbind_pathmmu_test_tiny_image", "invalid_rate") == 0
+        assert metric(result, "pathbind_quilt_vqa_think", "invalid_rate") == pytest.approx(100 / 3)  # "on the left"
+    assert metric(result, "pathbind_path_vqa", "accounting") == {
+        "rows": 4, "evaluated": 3, "dropped": {"open-ended (answer is not yes or no)": 1}}
+    assert metric(result, "pathbind_medxpert_path", "accounting") == {
+        "rows": 4, "evaluated": 3, "dropped": {"not a pathology question": 1}}  # MM-2's CT scan
     log = next(result["out"].rglob("*medxpert_path.jsonl"))
     records = [json.loads(line)["acc_image"] for line in log.read_text().splitlines()]
     bad = [r for r in records if r["id"] == "MM-4"]
@@ -480,10 +486,10 @@ def test_blind_model_runs_a_yes_no_source_an_mcq_source_and_pathbind_vqa(cli_roo
 
 @pytest.mark.slow
 def test_lmms_eval_dummy_model_runs_a_source_task(cli_root, tmp_path):
-    """lmms-eval's built-in dummy model (always "A") runs omnimed_bright from its PATHBIND_DATA copy."""
-    result = lmms_eval(tmp_path, "dummy", "omnimed_bright", env={"PATHBIND_DATA": str(cli_root)})
-    assert metric(result, "omnimed_bright", "acc_image") == pytest.approx(25.0)  # q3 of four is A
-    assert metric(result, "omnimed_bright", "invalid_rate") == pytest.approx(25.0)  # q5's answer is no option
+    """lmms-eval's built-in dummy model (always "A") runs pathbind_omnimed_bright from its PATHBIND_DATA copy."""
+    result = lmms_eval(tmp_path, "dummy", "pathbind_omnimed_bright", env={"PATHBIND_DATA": str(cli_root)})
+    assert metric(result, "pathbind_omnimed_bright", "acc_image") == pytest.approx(25.0)  # q3 of four is A
+    assert metric(result, "pathbind_omnimed_bright", "invalid_rate") == pytest.approx(25.0)  # q5 answers no option
 
 
 
