@@ -338,7 +338,7 @@ def _with_data_root(original: Any, manager: Callable[[], PluginManager]) -> Any:
         _PLUGIN_TASKS[name] = yaml_path
         config = apply_data_root(config)
         if callable(config.get("process_docs")):
-            config = {**config, "process_docs": _naming_the_task(config["process_docs"], name)}
+            config = {**config, "process_docs": _NamingTheTask(config["process_docs"], name)}
         return config
 
     return get_config
@@ -348,16 +348,21 @@ def _in_plugin_dir(yaml_path: str, manager: PluginManager) -> bool:
     return any(Path(yaml_path).is_relative_to(c.value) for c in manager.task_dirs())
 
 
-def _naming_the_task(process_docs: Callable[[Any], Any], task: str) -> Callable[[Any], Any]:
-    """``process_docs`` whose error names the task (and is not retried: see _no_retry_for_build_errors)."""
-    @functools.wraps(process_docs)
-    def named(dataset: Any) -> Any:
-        try:
-            return process_docs(dataset)
-        except Exception as exc:
-            raise TaskBuildError(f"task {task}: {type(exc).__name__}: {exc}") from exc
+class _NamingTheTask:
+    """``process_docs`` whose error names the task (and is not retried: see _no_retry_for_build_errors). Its text
+    is the wrapped one's, which lmms-eval writes into the results' ``configs`` (PathView's names its box frame)."""
 
-    return named
+    def __init__(self, process_docs: Callable[[Any], Any], task: str) -> None:
+        self.process_docs, self.task = process_docs, task
+
+    def __call__(self, dataset: Any) -> Any:
+        try:
+            return self.process_docs(dataset)
+        except Exception as exc:
+            raise TaskBuildError(f"task {self.task}: {type(exc).__name__}: {exc}") from exc
+
+    def __repr__(self) -> str:
+        return repr(self.process_docs)
 
 
 def _no_retry_for_build_errors(task_class: Any) -> None:

@@ -20,6 +20,7 @@ from conftest import BIN, lmms_eval, metric
 from loguru import logger
 from PIL import Image, ImageFile, TiffImagePlugin
 
+from pathbind.requests import MODEL_FAILED
 from pathbind_tasks.common.conditions import ABLATIONS, with_conditions, with_readable_images
 from pathbind_tasks.common.images import MAX_PIXELS_ENV, max_pixels, rgb_image
 from pathbind_tasks.common.vqa import doc_to_text, doc_to_visual, process_mcq_ablation_results, process_mcq_results
@@ -194,13 +195,14 @@ def test_a_swap_whose_partner_image_is_broken_is_invalid_with_the_partner_named(
 
 
 def test_a_model_that_cannot_use_the_image_is_reported_with_the_cause():
-    """An empty answer for an item whose image cannot be shown names that cause, not just "empty answer"."""
-    doc = {"id": "f", "question": "q?", "options": OPTIONS, "answer": "A", "condition": "image",
-           "image": Image.fromarray(np.full((4, 4), 0.5, np.float32))}
-    record = process_mcq_results(doc, [""])["acc_image"]
-    assert record["reason"].startswith("no answer: the image could not be shown to the model (ValueError: "
-                                       "floating-point pixels (mode F)")
-    assert process_mcq_results({**doc, "condition": "text"}, [""])["acc_text"]["reason"].startswith("empty answer")
+    """A PathBind model that cannot answer answers MODEL_FAILED and its error: the record names that cause."""
+    doc = {"id": "f", "question": "q?", "options": OPTIONS, "answer": "A", "condition": "image"}
+    answer = f"{MODEL_FAILED} ValueError: floating-point pixels (mode F) without a declared range"
+    record = process_mcq_results(doc, [answer])["acc_image"]
+    assert not record["valid"] and record["reference"] == "A"
+    assert record["reason"] == "the model could not answer: ValueError: floating-point pixels (mode F) without a " \
+                               "declared range"
+    assert process_mcq_results(doc, [""])["acc_image"]["reason"].startswith("empty answer")
 
 
 # ---------------------------------------------------------------------------------------------------

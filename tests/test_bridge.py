@@ -15,6 +15,7 @@ from conftest import write_plugin
 
 import pathbind.bridge
 import pathbind_autoload
+import pathbind_tasks
 from pathbind import make_plugin_manager
 from pathbind.bridge import (
     FIRST_PARTY_PLUGINS,
@@ -35,7 +36,7 @@ from pathbind.catalog import plugin_tasks
 from pathbind.doctor import TESTED_LMMS_EVAL
 from pathbind.plugins import Contribution
 
-DEMO = Path(__file__).parents[1] / "pathbind_tasks" / "demo"
+DEMO = Path(pathbind_tasks.__file__).parent / "demo"  # the installed package the tests run against
 
 
 def test_the_pinned_lmms_eval_is_the_tested_one():

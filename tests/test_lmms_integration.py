@@ -13,7 +13,9 @@ import datasets
 import pytest
 from conftest import BIN, lmms_eval, run
 
-DEMO = Path(__file__).parents[1] / "pathbind_tasks" / "demo"
+import pathbind_tasks
+
+DEMO = Path(pathbind_tasks.__file__).parent / "demo"  # the installed package the tests run against
 INDEX_PLUGIN_TASKS = """
 import json, sys
 from lmms_eval.tasks import TaskManager

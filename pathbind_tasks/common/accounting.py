@@ -12,7 +12,6 @@ says so in one warning line.
 from __future__ import annotations
 
 import json
-import sys
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -22,6 +21,8 @@ from typing import Any
 
 import datasets
 from loguru import logger
+
+from pathbind_tasks.common.harness import task_name
 
 COLUMN = "accounting"
 NOT_EVALUATED = "beyond --limit, or every condition skipped for this model"
@@ -66,7 +67,7 @@ def counting(dataset: datasets.Dataset) -> Iterator[Ledger]:
     if current is not None:
         yield current
         return
-    ledger = Ledger(len(dataset), _building_task())
+    ledger = Ledger(len(dataset), task_name())
     token = _open.set(ledger)
     try:
         yield ledger
@@ -86,19 +87,6 @@ def read_rows(count: int) -> None:
     ledger = _open.get()
     if ledger is not None:
         ledger.rows = count
-
-
-def _building_task(max_depth: int = 12) -> str | None:
-    """The lmms-eval task whose ``download`` is running ``process_docs`` (its ``self``), for messages."""
-    frame = sys._getframe(1)
-    for _ in range(max_depth):
-        frame = frame.f_back  # type: ignore[assignment]
-        if frame is None:
-            return None
-        owner: Any = frame.f_locals.get("self")
-        if type(owner).__module__.startswith("lmms_eval") and isinstance(getattr(owner, "task_name", None), str):
-            return owner.task_name
-    return None
 
 
 def accounting(records: Sequence[Mapping]) -> dict[str, Any]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import io
 import math
-import sys
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -19,7 +18,8 @@ from PIL import ExifTags, Image
 
 from pathbind_tasks.common.accounting import drop
 from pathbind_tasks.common.conditions import with_readable_images
-from pathbind_tasks.sources.raw import require, unique_ids
+from pathbind_tasks.common.harness import data_source
+from pathbind_tasks.sources.raw import unique_ids
 
 SPLITS = ("testA", "testB")
 MAX_SIDE = 2**31 - 1  # the int32 of the documents' width/height
@@ -33,48 +33,17 @@ class BadField(ValueError):
         super().__init__(f"field {field!r}: {problem}")
 
 
-def source(dataset: datasets.Dataset | None = None, max_depth: int = 16) -> str:
-    """Where the rows lmms-eval is converting come from ("task T, file F"), for error messages.
-
-    ``process_docs`` only sees a Dataset, whose cache files are datasets' copies; the file the user gave is in
-    the config of the lmms-eval task whose ``download`` is running (its ``self``; ``split`` is being converted).
-    """
-    frame = sys._getframe(1)
-    for _ in range(max_depth):
-        if frame.f_back is None:
-            break
-        frame = frame.f_back
-        owner: Any = frame.f_locals.get("self")
-        config = getattr(owner, "config", None)
-        if type(owner).__module__.startswith("lmms_eval") and config is not None:
-            files = (getattr(config, "dataset_kwargs", None) or {}).get("data_files")
-            split = frame.f_locals.get("split")
-            named = files.get(split, files) if isinstance(files, dict) else files
-            where = f"file {named}" if named else f"dataset {getattr(config, 'dataset_path', '?')}"
-            return f"task {getattr(owner, 'task_name', '?')}, {where}"
-    cached = [f["filename"] for f in (dataset.cache_files if dataset is not None else [])]
-    return f"file {cached[0]} (datasets' copy)" if cached else "an in-memory dataset"
-
-
-def require_columns(dataset: datasets.Dataset, columns: Iterable[str], *, label: str, folder: str) -> None:
-    """Fail before any model call when a column is missing, naming the columns, the file and the README."""
-    try:
-        require(dataset.column_names, columns, dataset=label, folder=folder)
-    except ValueError as exc:
-        raise ValueError(f"{exc} ({source(dataset)})") from None
-
-
 def require_rows(dataset: datasets.Dataset, label: str, what: str = "rows") -> None:
     """Fail before any model call when there is nothing to evaluate (one error, not one per row)."""
     if len(dataset) == 0:
-        raise ValueError(f"{label}: no {what} in {source(dataset)}; nothing to evaluate")
+        raise ValueError(f"{label}: no {what} in {data_source(dataset)}; nothing to evaluate")
 
 
 def replace_added(dataset: datasets.Dataset, added: Iterable[str], label: str) -> datasets.Dataset:
     """``dataset`` without input columns named like the ones PathBind adds, which replace them (logged)."""
     clashes = [name for name in added if name in dataset.column_names]
     if clashes:
-        logger.warning(f"{label}: {source(dataset)} has column(s) {', '.join(map(repr, clashes))}, which PathBind "
+        logger.warning(f"{label}: {data_source(dataset)} has column(s) {', '.join(map(repr, clashes))}, which PathBind "
                        f"computes itself; the file's values are ignored and replaced")
         dataset = dataset.remove_columns(clashes)
     return dataset
@@ -102,7 +71,7 @@ def only_splits(dataset: datasets.Dataset, splits: tuple[str, ...], label: str) 
     kept = dataset.select([i for i, reason in enumerate(reasons) if reason is None])
     if not kept:
         present = ", ".join(f"{value!r}: {n}" for value, n in Counter(dataset["split"]).most_common(6))
-        raise ValueError(f"{label}: no row of {source(dataset)} has split {' or '.join(splits)} (its splits: "
+        raise ValueError(f"{label}: no row of {data_source(dataset)} has split {' or '.join(splits)} (its splits: "
                          f"{present}); nothing to evaluate")
     names = [split_name(value) for value in kept["split"]]
     return kept.remove_columns("split").add_column("split", names)
@@ -179,7 +148,7 @@ def checked(dataset: datasets.Dataset, label: str) -> datasets.Dataset:
     try:
         docs = with_readable_images(dataset)
     except ValueError as exc:  # the whole image column is unusable
-        raise ValueError(f"{label}: {exc} ({source(dataset)})") from None
+        raise ValueError(f"{label}: {exc} ({data_source(dataset)})") from None
     ids = unique_ids([str(value) for value in docs["id"]], dataset=label)
     return with_box_checks(docs.remove_columns("id").add_column("id", ids), label)
 
@@ -192,6 +161,6 @@ def with_box_checks(docs: datasets.Dataset, label: str) -> datasets.Dataset:
     problems = [box_problem(row, None if row["image_error"] else size) for row, size in zip(fields, sizes, strict=True)]
     bad = [(row["id"], problem) for row, problem in zip(fields, problems, strict=True) if problem]
     if bad:
-        logger.warning(f"{label}: {len(bad)} of {len(docs)} rows of {source(docs)} cannot be scored and count as "
+        logger.warning(f"{label}: {len(bad)} of {len(docs)} rows of {data_source(docs)} cannot be scored and count as "
                        f"lost (first: row {bad[0][0]!r}: {bad[0][1]})")
     return docs.add_column("doc_error", problems)

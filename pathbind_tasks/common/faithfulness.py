@@ -29,6 +29,7 @@ from pathbind_tasks.common.accounting import counting
 from pathbind_tasks.common.failures import response_scorer
 from pathbind_tasks.common.images import rgb_image
 from pathbind_tasks.common.ordering import in_id_order
+from pathbind_tasks.sources.raw import require
 
 COLUMNS = ("id", "image", "expression", "bbox", "width", "height")
 OPTIONS, REFERENCE = ("Yes", "No"), 0
@@ -43,7 +44,7 @@ def subgroups_by(column: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
 
     def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
         dataset = box_rows.replace_added(dataset, ADDED, "faithfulness")
-        box_rows.require_columns(dataset, (*COLUMNS, column), label="faithfulness", folder="pathbind_grounding")
+        require(dataset.column_names, (*COLUMNS, column), dataset="faithfulness", folder="pathbind_grounding")
         box_rows.require_rows(dataset, "faithfulness")
         with counting(dataset) as ledger:
             if column == "split":

@@ -24,6 +24,7 @@ from pathbind_tasks.common.accounting import counting
 from pathbind_tasks.common.failures import response_scorer
 from pathbind_tasks.common.images import rgb_image
 from pathbind_tasks.common.ordering import in_id_order
+from pathbind_tasks.sources.raw import require
 
 ALTERNATIVES_SEED = 0
 N_ALTERNATIVES = 2  # K = 3 queries per image: the true expression and two others
@@ -35,7 +36,7 @@ ADDED = ("alternatives", "image_error", "doc_error", "accounting")  # columns pr
 def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
     """Check the schema, every image and every row, then draw each item's alternative expressions."""
     dataset = box_rows.replace_added(dataset, ADDED, "grounding")
-    box_rows.require_columns(dataset, COLUMNS, label="grounding", folder="pathbind_grounding")
+    require(dataset.column_names, COLUMNS, dataset="grounding", folder="pathbind_grounding")
     box_rows.require_rows(dataset, "grounding")
     with counting(dataset) as ledger:
         docs = box_rows.checked(dataset, "grounding")
@@ -102,7 +103,7 @@ def split_filter(split: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
     whose ``split`` is ``split`` in any case and spacing, normalised; the others are dropped with their value."""
 
     def keep(dataset: datasets.Dataset) -> datasets.Dataset:
-        box_rows.require_columns(dataset, COLUMNS, label="grounding", folder="pathbind_grounding")
+        require(dataset.column_names, COLUMNS, dataset="grounding", folder="pathbind_grounding")
         box_rows.require_rows(dataset, f"grounding {split}")
         with counting(dataset):
             return process_docs(box_rows.only_splits(dataset, (split,), f"grounding {split}"))

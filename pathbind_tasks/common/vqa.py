@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from types import FrameType
 from typing import Any
 
 from loguru import logger
@@ -15,6 +13,7 @@ from pathbind_metrics import choice_letters, parse_choice, parse_yes_no
 from pathbind_metrics.aggregations import ABLATION_METRICS, BASE_METRICS
 from pathbind_tasks.common.conditions import visual_for
 from pathbind_tasks.common.failures import no_answer_reason, scoring_failure
+from pathbind_tasks.common.harness import task_name
 from pathbind_tasks.common.images import rgb_image
 from pathbind_tasks.common.messages import UserTurn
 from pathbind_tasks.sources.raw import letter_answer
@@ -89,24 +88,6 @@ def _judge_yes_no(doc: dict[str, Any], text: str) -> tuple[str | None, str]:
 Judge = Callable[[dict[str, Any], str], tuple[str | None, str]]
 
 
-def calling_task(max_depth: int = 8) -> str | None:
-    """The name of the lmms-eval task whose ``process_results`` called us, or None outside lmms-eval.
-
-    lmms-eval passes a task's process_results only the document and the answers; the task is the ``self`` of
-    its caller, ``ConfigurableTask.process_results``. Aggregations receive only the records, so the record
-    carries the name, for warnings that must say which task lacks a condition.
-    """
-    frame: FrameType | None = sys._getframe(1).f_back  # the caller of the process_results that called us
-    for _ in range(max_depth):
-        if frame is None:
-            return None
-        owner: Any = frame.f_locals.get("self")
-        if type(owner).__module__.startswith("lmms_eval") and isinstance(getattr(owner, "task_name", None), str):
-            return owner.task_name
-        frame = frame.f_back
-    return None
-
-
 def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], list[str]], dict[str, Any]]:
     """A ``process_results`` that scores one answer into a record emitted under each of ``metrics``.
 
@@ -115,7 +96,8 @@ def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], 
     """
 
     def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
-        record: dict[str, Any] = {"task": calling_task(), "id": str(doc.get("id")),
+        record: dict[str, Any] = {"task": task_name(),  # aggregations get only records: warnings name it
+                                  "id": str(doc.get("id")),
                                   "condition": doc.get("condition", "image"),
                                   "dimension": doc.get("dimension"), "source": doc.get("source"),
                                   "image_from": doc.get("image_from"), "accounting": doc.get("accounting")}
@@ -129,7 +111,6 @@ def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], 
             if not str(doc.get("question") or "").strip():
                 raise ValueError("field 'question': empty")
             failure = no_answer_reason(text)
-            failure = failure and (_visual_failure(doc, text) or failure)
             parsed = None if failure else parsed
             record.update(reference=reference, parsed=parsed, valid=parsed is not None, correct=parsed == reference,
                           reason=failure or ("" if parsed is not None else "unparseable answer"))
@@ -140,17 +121,6 @@ def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], 
         return dict.fromkeys(metrics, record)
 
     return process_results
-
-
-def _visual_failure(doc: dict[str, Any], text: str) -> str | None:
-    """For an empty answer: why the model could not be shown the image, when that is why (it logs only that)."""
-    if text.strip() or doc.get("condition") == "text":
-        return None
-    try:
-        doc_to_visual(doc)
-    except Exception as exc:  # the same failure the model met building this item's visual
-        return f"no answer: the image could not be shown to the model ({type(exc).__name__}: {exc})"
-    return None
 
 
 process_mcq_results = scorer(_judge_choice, BASE_METRICS)

@@ -16,6 +16,7 @@ from pathbind_tasks.common.vqa import options_problem
 from pathbind_tasks.sources.raw import (
     MCQ_FEATURES,
     embedded_docs,
+    embedded_images,
     image_path,
     image_root,
     letter_answer,
@@ -49,7 +50,7 @@ def make_converter(data_name: str, label: str) -> Callable[[datasets.Dataset], d
         return _docs(dataset, columns).add_column("doc_error", errors)
 
     def _docs(dataset: datasets.Dataset, columns: dict[str, list[Any]]) -> datasets.Dataset:
-        if _is_image(dataset.features["image"]):
+        if embedded_images(dataset.features["image"]):
             return embedded_docs(dataset, range(len(dataset)), columns, MCQ_FEATURES)
         root = image_root(data_name, dataset=label)
         images = [image_path(str(name or ""), root, ("", "images")) for name in dataset["image"]]
@@ -68,13 +69,6 @@ def _option_texts(options: Any) -> list[str]:
     if not isinstance(options, list | tuple):
         return []
     return ["" if option is None else str(option) for option in options]
-
-
-def _is_image(feature: Any) -> bool:
-    """An image column: datasets' Image, ``{bytes, path}`` as parquet written without its metadata, or bytes."""
-    if isinstance(feature, datasets.Value):
-        return feature.dtype in ("binary", "large_binary")
-    return isinstance(feature, datasets.Image) or (isinstance(feature, dict) and "bytes" in feature)
 
 
 convert_vqa = make_converter("pathbind_vqa", "PathBind-VQA")

@@ -24,8 +24,17 @@ from pathbind_metrics.pathview import box_problem
 from pathbind_metrics.refusal import REFUSAL_FORM
 from pathbind_tasks.common import box_rows
 from pathbind_tasks.common.conditions import IMAGE_ONLY, with_conditions
+from pathbind_tasks.common.harness import data_source
 from pathbind_tasks.pathview.vocabulary import matcher
-from pathbind_tasks.sources.raw import embedded_docs, image_path, image_root, rows_to_docs, unique_ids
+from pathbind_tasks.sources.raw import (
+    embedded_docs,
+    embedded_images,
+    image_path,
+    image_root,
+    require,
+    rows_to_docs,
+    unique_ids,
+)
 
 DATA_NAME = "pathview"
 LABEL = "PathView-Bench"
@@ -174,9 +183,9 @@ def converter(kind_name: str, frame: str = "pixel") -> Callable[[datasets.Datase
     box_frame = check_frame(frame) if kind.has_boxes else None
 
     def convert(dataset: datasets.Dataset) -> datasets.Dataset:
-        box_rows.require_columns(dataset, ("id", "image", "question", *kind.columns), label=LABEL, folder="pathview")
+        require(dataset.column_names, ("id", "image", "question", *kind.columns), dataset=LABEL, folder="pathview")
         box_rows.require_rows(dataset, LABEL)
-        embedded = _is_image(dataset.features["image"])
+        embedded = embedded_images(dataset.features["image"])
         images = None if embedded else [image_path(str(name or ""), image_root(DATA_NAME, dataset=LABEL),
                                                    ("", "images")) for name in dataset["image"]]
         rows = dataset.remove_columns("image").to_list()
@@ -202,14 +211,9 @@ def _documents(dataset: datasets.Dataset, rows: list[dict[str, Any]], kind: Kind
     docs = [_document(row, kind, frame, size) for row, size in zip(rows, sizes, strict=True)]
     problems = [(row["id"], doc["doc_error"]) for row, doc in zip(rows, docs, strict=True) if doc["doc_error"]]
     if problems:
-        logger.warning(f"{LABEL}: {len(problems)} of {len(docs)} items of {box_rows.source(dataset)} are malformed "
+        logger.warning(f"{LABEL}: {len(problems)} of {len(docs)} items of {data_source(dataset)} are malformed "
                        f"and will be scored invalid (first: row {problems[0][0]!r}: {problems[0][1]})")
     return docs
-
-
-def _is_image(feature: Any) -> bool:
-    """An image column: datasets' Image, or ``{bytes, path}`` as parquet written without its metadata."""
-    return isinstance(feature, datasets.Image) or (isinstance(feature, dict) and set(feature) == {"bytes", "path"})
 
 
 class ProcessDocs:

@@ -14,6 +14,7 @@ import numpy as np
 from pathbind.requests import AttentionResponse
 from pathbind_metrics.grounding import heat_map, view_pixels
 from pathbind_metrics.grounding_aggregations import Q_DEFAULT
+from pathbind_tasks.common.images import rgb_image
 from pathbind_tasks.report.document import Figure, Note, Section
 from pathbind_tasks.report.figures import new_figure, save
 from pathbind_tasks.report.grounding import grounding_tasks
@@ -160,7 +161,7 @@ def _group_figure(task: str, group: str, items: list[tuple[int, dict[str, Any] |
 
 def _panel(ax: Any, doc: dict[str, Any], item: ItemMap | None, model: str) -> None:
     width, height = int(doc["width"]), int(doc["height"])
-    ax.imshow(doc["image"].convert("RGB"), extent=(0, width, height, 0))
+    ax.imshow(rgb_image(doc["image"]), extent=(0, width, height, 0))
     ax.set_xticks([])
     ax.set_yticks([])
     title = f"{model}\nnot in this run" if item is None else f"{model}\nIoU {_iou_text(item.iou)}"

@@ -20,6 +20,7 @@ import datasets
 from loguru import logger
 
 from pathbind.data import DATA_ENV, override_dir
+from pathbind_tasks.common.harness import data_source
 
 TEXT = datasets.Value("string")
 YES_NO_FEATURES = datasets.Features({"id": TEXT, "image": datasets.Image(), "question": TEXT, "answer": TEXT,
@@ -38,9 +39,10 @@ def require(present: Iterable[str], required: Iterable[str], *, dataset: str, fo
     present = list(present)
     missing = [name for name in required if name not in present]
     if missing:
+        where = data_source(unknown="")
         raise ValueError(f"{dataset}: the raw data has no {what} {', '.join(map(repr, missing))} (present: "
                          f"{', '.join(map(repr, present)) or 'none'}); expected the published layout described in "
-                         f"pathbind_tasks/{folder}/README.md")
+                         f"pathbind_tasks/{folder}/README.md" + (f" ({where})" if where else ""))
 
 
 def strip_letter_prefixes(options: Sequence[str]) -> list[str]:
@@ -145,6 +147,14 @@ def image_path(name: str, root: Path, subfolders: Sequence[str] = ("",)) -> str:
     """
     candidates = [root / sub / name for sub in subfolders]
     return str(next((path for path in candidates if path.is_file()), candidates[0]))
+
+
+def embedded_images(feature: Any) -> bool:
+    """Whether an image column holds the images themselves (datasets' Image, ``{bytes, path}`` as parquet written
+    without its metadata, or raw bytes) rather than file names."""
+    if isinstance(feature, datasets.Value):
+        return feature.dtype in ("binary", "large_binary")
+    return isinstance(feature, datasets.Image) or (isinstance(feature, dict) and "bytes" in feature)
 
 
 def embedded_docs(dataset: datasets.Dataset, keep: Sequence[int], columns: dict[str, list[Any]],
