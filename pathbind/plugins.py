@@ -181,18 +181,23 @@ def _short(value: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-def _folders(result: Any) -> tuple[list[Path] | None, list[str]]:
-    """A list of existing absolute folders: a bare string would be walked character by character from ``/``."""
-    if not isinstance(result, list | tuple):
-        return None, [f"returned {type(result).__name__} {_short(result)}, not a list of folders"]
-    kept, problems = [], []
-    for entry in result:
-        problem = _folder_problem(entry)
-        if problem:
-            problems.append(f"entry {_short(entry)} {problem}")
-        else:
-            kept.append(Path(entry))
-    return kept, problems
+def _list_of(what: str, problem_of: Callable[[Any], str], keep: Callable[[Any], Any]) -> ResultCheck:
+    """A check for a hook that returns a list of ``what``: each entry kept (as ``keep(entry)``) unless
+    ``problem_of(entry)`` names a problem; anything but a list or tuple is refused whole."""
+
+    def check(result: Any) -> tuple[list[Any] | None, list[str]]:
+        if not isinstance(result, list | tuple):
+            return None, [f"returned {type(result).__name__} {_short(result)}, not a list of {what}"]
+        kept, problems = [], []
+        for entry in result:
+            problem = problem_of(entry)
+            if problem:
+                problems.append(f"entry {_short(entry)} {problem}")
+            else:
+                kept.append(keep(entry))
+        return kept, problems
+
+    return check
 
 
 def _folder_problem(entry: Any) -> str:
@@ -206,19 +211,6 @@ def _folder_problem(entry: Any) -> str:
     if not path.exists():
         return "does not exist"
     return "" if path.is_dir() else "is not a folder"
-
-
-def _models(result: Any) -> tuple[list[ModelSpec] | None, list[str]]:
-    if not isinstance(result, list | tuple):
-        return None, [f"returned {type(result).__name__} {_short(result)}, not a list of pathbind.ModelSpec"]
-    kept, problems = [], []
-    for entry in result:
-        problem = _model_problem(entry)
-        if problem:
-            problems.append(f"entry {_short(entry)} {problem}")
-        else:
-            kept.append(entry)
-    return kept, problems
 
 
 def _model_problem(entry: Any) -> str:
@@ -252,8 +244,11 @@ def _nothing(result: Any) -> tuple[None, list[str]]:
     return None, [f"returned {type(result).__name__} {_short(result)}; it adds parsers and returns None"]
 
 
+# A bare string of folders would be walked character by character from ``/``: only lists are accepted.
+_folders = _list_of("folders", _folder_problem, Path)
 CHECKS: dict[str, ResultCheck] = {"pathbind_task_dirs": _folders, "pathbind_template_dirs": _folders,
-                            "pathbind_models": _models, "pathbind_metrics": _metrics,
+                            "pathbind_models": _list_of("pathbind.ModelSpec", _model_problem, lambda spec: spec),
+                            "pathbind_metrics": _metrics,
                             "pathbind_add_commands": _nothing}
 
 
