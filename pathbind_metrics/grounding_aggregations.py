@@ -90,8 +90,9 @@ def _support(attn_map: np.ndarray | None, lost: dict[str, str]) -> float:
 def _cross_query(maps: Sequence[dict[str, np.ndarray] | str], geometry: dict[str, Any], lost: dict[str, str]) -> float:
     mids = [m["mid"] for m in maps if isinstance(m, dict) and "mid" in m]
     if len(mids) < len(maps):
-        reason = next((m for m in maps if isinstance(m, str)), "a query has no middle-layer map")
-        lost["cross_query_r"] = f"alternative query: {reason}"
+        failed = next((i for i, m in enumerate(maps) if not (isinstance(m, dict) and "mid" in m)))
+        reason = maps[failed] if isinstance(maps[failed], str) else "a query has no middle-layer map"
+        lost["cross_query_r"] = f"alternative query: {reason}" if failed else str(reason)  # 0: the item's own
         return math.nan
     view = {key: geometry[key] for key in ("image_size", "sigma", "view_box")}
     value = grounding.cross_query_correlation(mids, **view)
