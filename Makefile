@@ -31,7 +31,7 @@ demo: install
 	$(OFFLINE) $(BIN)/pathbind report $(OUT)/pathbind_control $(OUT)/pathbind_blind --out $(OUT)/report
 
 lint: install
-	$(BIN)/ruff check pathbind_autoload.py pathbind pathbind_tasks pathbind_models pathbind_metrics tests examples benchmarks
+	$(BIN)/ruff check pathbind_autoload.py pathbind pathbind_tasks pathbind_models pathbind_metrics pathbind_analysis tests examples benchmarks
 	$(BIN)/mypy
 
 test: lint

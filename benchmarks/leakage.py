@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
+from pathbind_analysis.audit.inventory import Source
+from pathbind_analysis.audit.matrix import run_audit
 from pathbind_metrics.leakage import CLEAN, PATIENT, SITE
 from pathbind_metrics.tcga import parse_barcode
-from pathbind_tasks.audit.inventory import Source
-from pathbind_tasks.audit.matrix import run_audit
 
 ALPHABET = np.array(list("ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"))
 

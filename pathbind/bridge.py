@@ -44,7 +44,7 @@ logger = logging.getLogger("pathbind")
 
 _HOOK_MARK = "__pathbind_task_hook__"
 # The plugins PathBind itself ships (pyproject's [project.entry-points.pathbind]): their task names come first.
-FIRST_PARTY_PLUGINS = ("pathbind_tasks", "pathbind_models", "pathbind_metrics")
+FIRST_PARTY_PLUGINS = ("pathbind_tasks", "pathbind_models", "pathbind_metrics", "pathbind_analysis")
 # sha256 of inspect.getsource of each lmms-eval function the bridge wraps or whose behaviour it relies on, as
 # lmms-eval 0.7.3 ships them; `pathbind doctor` reports the ones that differ (hooked_sources_changed).
 HOOKED_SOURCES = {

@@ -23,9 +23,9 @@ from PIL import Image, ImageFile, TiffImagePlugin
 from pathbind.requests import MODEL_FAILED
 from pathbind_tasks.common.conditions import ABLATIONS, with_conditions, with_readable_images
 from pathbind_tasks.common.images import MAX_PIXELS_ENV, max_pixels, rgb_image
+from pathbind_tasks.common.raw import letter_answer, report_unmapped, unique_ids
 from pathbind_tasks.common.vqa import doc_to_text, doc_to_visual, process_mcq_ablation_results, process_mcq_results
 from pathbind_tasks.pathbind_vqa.utils import convert_vqa
-from pathbind_tasks.sources.raw import letter_answer, report_unmapped, unique_ids
 
 OPTIONS = ["Gland", "Vessel", "Nerve", "Duct"]
 

@@ -10,7 +10,7 @@ from conftest import write_plugin
 import pathbind
 from pathbind import ModelSpec, hookimpl, make_plugin_manager
 
-FIRST_PARTY = {"pathbind_tasks", "pathbind_models", "pathbind_metrics"}
+FIRST_PARTY = {"pathbind_tasks", "pathbind_models", "pathbind_metrics", "pathbind_analysis"}
 
 
 def test_first_party_and_example_plugins_come_from_the_entry_point_group(pm):

@@ -10,8 +10,8 @@ import shutil
 import pytest
 from conftest import BIN, lmms_eval, run
 
-from pathbind_tasks.report import ReportError, build_report
-from pathbind_tasks.report.overlays import ItemMap, choose_items
+from pathbind_analysis.report import ReportError, build_report
+from pathbind_analysis.report.overlays import ItemMap, choose_items
 
 DEMO_TASKS = "pathbind_demo_vqa,pathbind_demo_vqa_ablation,pathbind_demo_grounding"
 

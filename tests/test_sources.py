@@ -16,6 +16,7 @@ from PIL import Image
 from pathbind import make_plugin_manager
 from pathbind.catalog import plugin_tasks, read_task_yaml
 from pathbind.data import apply_data_root
+from pathbind_tasks.common.raw import letter_answer, strip_letter_prefixes, text_answer, yes_no
 from pathbind_tasks.common.vqa import process_mcq_results
 from pathbind_tasks.medxpert_path import utils as medxpert
 from pathbind_tasks.omnimed_bright import utils as omnimed
@@ -23,7 +24,6 @@ from pathbind_tasks.path_vqa import utils as path_vqa
 from pathbind_tasks.pathbind_vqa import utils as pathbind_vqa
 from pathbind_tasks.pathmmu import utils as pathmmu
 from pathbind_tasks.quilt_vqa import utils as quilt_vqa
-from pathbind_tasks.sources.raw import letter_answer, strip_letter_prefixes, text_answer, yes_no
 
 TASKS = Path(pathmmu.__file__).parent.parent
 SOURCE_TASKS = ("pathbind_pathmmu_test", "pathbind_quilt_vqa", "pathbind_path_vqa", "pathbind_medxpert_path",

@@ -19,7 +19,7 @@ from PIL import ExifTags, Image
 from pathbind_tasks.common.accounting import drop
 from pathbind_tasks.common.conditions import with_readable_images
 from pathbind_tasks.common.harness import data_source
-from pathbind_tasks.sources.raw import unique_ids
+from pathbind_tasks.common.raw import unique_ids
 
 SPLITS = ("testA", "testB")
 MAX_SIDE = 2**31 - 1  # the int32 of the documents' width/height

@@ -29,7 +29,7 @@ from pathbind_tasks.common.accounting import counting
 from pathbind_tasks.common.failures import response_scorer
 from pathbind_tasks.common.images import rgb_image
 from pathbind_tasks.common.ordering import in_id_order
-from pathbind_tasks.sources.raw import require
+from pathbind_tasks.common.raw import require
 
 COLUMNS = ("id", "image", "expression", "bbox", "width", "height")
 OPTIONS, REFERENCE = ("Yes", "No"), 0

@@ -24,7 +24,7 @@ from pathbind_tasks.common.accounting import counting
 from pathbind_tasks.common.failures import response_scorer
 from pathbind_tasks.common.images import rgb_image
 from pathbind_tasks.common.ordering import in_id_order
-from pathbind_tasks.sources.raw import require
+from pathbind_tasks.common.raw import require
 
 ALTERNATIVES_SEED = 0
 N_ALTERNATIVES = 2  # K = 3 queries per image: the true expression and two others

@@ -16,7 +16,7 @@ from pathbind_tasks.common.failures import no_answer_reason, scoring_failure
 from pathbind_tasks.common.harness import task_name
 from pathbind_tasks.common.images import rgb_image
 from pathbind_tasks.common.messages import UserTurn
-from pathbind_tasks.sources.raw import letter_answer
+from pathbind_tasks.common.raw import letter_answer
 
 MAX_OPTIONS = 26  # one letter A-Z each
 

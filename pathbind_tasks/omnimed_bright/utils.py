@@ -16,7 +16,7 @@ import datasets
 
 from pathbind_tasks.common.accounting import drop
 from pathbind_tasks.common.conditions import IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
-from pathbind_tasks.sources.raw import (
+from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     id_list,
     image_path,

@@ -12,8 +12,7 @@ from typing import Any
 import datasets
 
 from pathbind_tasks.common.conditions import ABLATIONS, IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
-from pathbind_tasks.common.vqa import options_problem
-from pathbind_tasks.sources.raw import (
+from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     embedded_docs,
     embedded_images,
@@ -25,6 +24,7 @@ from pathbind_tasks.sources.raw import (
     rows_to_docs,
     unique_ids,
 )
+from pathbind_tasks.common.vqa import options_problem
 
 COLUMNS = ("id", "image", "question", "options", "answer", "dimension", "source")
 

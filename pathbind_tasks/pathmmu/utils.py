@@ -17,8 +17,7 @@ import datasets
 
 from pathbind_tasks.common.accounting import read_rows
 from pathbind_tasks.common.conditions import IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
-from pathbind_tasks.common.vqa import options_problem
-from pathbind_tasks.sources.raw import (
+from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     image_path,
     image_root,
@@ -29,6 +28,7 @@ from pathbind_tasks.sources.raw import (
     strip_letter_prefixes,
     unique_ids,
 )
+from pathbind_tasks.common.vqa import options_problem
 
 DATASET = "PathMMU"
 DATA_NAME = "pathmmu"  # $PATHBIND_DATA/pathmmu/ holds data.json and images/

@@ -10,7 +10,7 @@ import datasets
 from pathbind.data import override_dir
 from pathbind_tasks.common.accounting import counting
 from pathbind_tasks.common.grounding import process_docs
-from pathbind_tasks.sources.raw import require
+from pathbind_tasks.common.raw import require
 
 # width and height as floats: a fractional, NaN or huge value reaches the row check (a lost item naming the
 # field) instead of failing the integer cast for the whole file.

@@ -25,8 +25,7 @@ from pathbind_metrics.refusal import REFUSAL_FORM
 from pathbind_tasks.common import box_rows
 from pathbind_tasks.common.conditions import IMAGE_ONLY, with_conditions
 from pathbind_tasks.common.harness import data_source
-from pathbind_tasks.pathview.vocabulary import matcher
-from pathbind_tasks.sources.raw import (
+from pathbind_tasks.common.raw import (
     embedded_docs,
     embedded_images,
     image_path,
@@ -35,6 +34,7 @@ from pathbind_tasks.sources.raw import (
     rows_to_docs,
     unique_ids,
 )
+from pathbind_tasks.pathview.vocabulary import matcher
 
 DATA_NAME = "pathview"
 LABEL = "PathView-Bench"

@@ -15,7 +15,7 @@ import datasets
 
 from pathbind_tasks.common.accounting import drop
 from pathbind_tasks.common.conditions import IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
-from pathbind_tasks.sources.raw import YES_NO_FEATURES, embedded_docs, report_unmapped, require, yes_no
+from pathbind_tasks.common.raw import YES_NO_FEATURES, embedded_docs, report_unmapped, require, yes_no
 
 DATASET = "Quilt-VQA"
 COLUMNS = ("image", "question", "answer", "answer_type")

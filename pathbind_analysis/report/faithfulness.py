@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pathbind_tasks.report.document import Cell, Figure, Note, Section, Table
-from pathbind_tasks.report.figures import colour, new_figure, save
-from pathbind_tasks.report.fmt import finite
-from pathbind_tasks.report.runs import Run
+from pathbind_analysis.report.document import Cell, Figure, Note, Section, Table
+from pathbind_analysis.report.figures import colour, new_figure, save
+from pathbind_analysis.report.fmt import finite
+from pathbind_analysis.report.runs import Run
 
 X_METRIC = "attn_occlusion_rho"  # does attention rank patches as occluding them does?
 Y_METRIC = "causal_amim"  # share of the causal (occlusion) effect that falls inside the expert box
@@ -83,7 +83,7 @@ def _two_axis_figure(runs: list[Run], tasks: list[str], out: Path) -> Figure | N
 
 
 def leakage_section(runs: list[Run], audits: list[Path], out: Path) -> Section:
-    from pathbind_tasks.audit.report import write_heatmap
+    from pathbind_analysis.audit.report import write_heatmap
 
     section = Section("Train/test leakage", "TCGA case (ρ_case) and site (ρ_TSS) overlap of training inventories "
                       "with test sets, from `pathbind audit-leakage` (its leakage.json).")

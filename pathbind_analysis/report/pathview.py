@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pathbind_tasks.report.document import Cell, Note, Section, Table
-from pathbind_tasks.report.fmt import best_marks, cells, number
-from pathbind_tasks.report.runs import BASELINE_MODEL, Run
+from pathbind_analysis.report.document import Cell, Note, Section, Table
+from pathbind_analysis.report.fmt import best_marks, cells, number
+from pathbind_analysis.report.runs import BASELINE_MODEL, Run
 
 # metric -> (label, higher is better); shown in this order when a task reports it.
 METRICS = {"dice": ("Dice", True), "accuracy": ("accuracy %", True), "mae": ("MAE", False),

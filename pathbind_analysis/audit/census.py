@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from pathbind_analysis.audit.inventory import Source, iter_ids
 from pathbind_metrics.tcga import Barcode, IdKind, classify
-from pathbind_tasks.audit.inventory import Source, iter_ids
 
 EXAMPLES = 20  # unknown and malformed entries quoted in the report; the listing file has them all
 PROGRESS_EVERY = 250_000

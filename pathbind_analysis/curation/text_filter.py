@@ -8,9 +8,9 @@ from typing import Any
 
 import numpy as np
 
+from pathbind_analysis.curation.logs import ModelAnswers
 from pathbind_metrics.consensus import consensus_filter, correct_count_distribution, text_solvable
 from pathbind_metrics.vqa import accuracy
-from pathbind_tasks.curation.logs import ModelAnswers
 
 AVERAGE = "Avg."  # unweighted mean over sources, as in the paper's Tables B.5 and B.6
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pathbind_tasks.report.document import BEST_TEXT, Cell, Note, Section, Table
-from pathbind_tasks.report.fmt import MISSING, best_marks, cells, number, with_change
-from pathbind_tasks.report.runs import Run
-from pathbind_tasks.run_logs import samples
+from pathbind_analysis.report.document import BEST_TEXT, Cell, Note, Section, Table
+from pathbind_analysis.report.fmt import MISSING, best_marks, cells, number, with_change
+from pathbind_analysis.report.runs import Run
+from pathbind_analysis.run_logs import samples
 
 AVERAGE = "Avg."
 YES_NO = {"yes", "no"}

@@ -10,11 +10,11 @@ from pathlib import Path
 
 import numpy as np
 
-from pathbind_tasks.curation.decisions import agreement_row, join_decisions, read_decisions
-from pathbind_tasks.curation.errors import CurationInputError
-from pathbind_tasks.curation.logs import parse_model_argument, read_model_answers
-from pathbind_tasks.curation.report import agreement_markdown, filter_markdown
-from pathbind_tasks.curation.text_filter import Stage, filter_items
+from pathbind_analysis.curation.decisions import agreement_row, join_decisions, read_decisions
+from pathbind_analysis.curation.errors import CurationInputError
+from pathbind_analysis.curation.logs import parse_model_argument, read_model_answers
+from pathbind_analysis.curation.report import agreement_markdown, filter_markdown
+from pathbind_analysis.curation.text_filter import Stage, filter_items
 
 
 def add_curation_commands(subparsers: argparse._SubParsersAction) -> None:

@@ -1,6 +1,6 @@
 """``pathbind report``: the paper's tables and figures from lmms-eval output folders, as Markdown and HTML."""
 
-from pathbind_tasks.report.builder import build_report
-from pathbind_tasks.report.runs import ReportError
+from pathbind_analysis.report.builder import build_report
+from pathbind_analysis.report.runs import ReportError
 
 __all__ = ["ReportError", "build_report"]

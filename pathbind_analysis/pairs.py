@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from pathbind.table import format_table
+from pathbind_analysis.run_logs import samples, task_results
 from pathbind_metrics.grounding_aggregations import Q_DEFAULT, Q_SWEEP
 from pathbind_metrics.pairs import delta_mean, delta_mg, ranking_agreement
-from pathbind_tasks.run_logs import samples, task_results
 
 
 def add_pairs_command(subparsers: argparse._SubParsersAction) -> None:

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pathbind_analysis.audit.census import Census, to_stderr
+from pathbind_analysis.audit.inventory import Source
 from pathbind_metrics.leakage import CLEAN, PATIENT, SITE, leak_partition, overlap
-from pathbind_tasks.audit.census import Census, to_stderr
-from pathbind_tasks.audit.inventory import Source
 
 
 @dataclass

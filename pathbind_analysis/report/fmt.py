@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pathbind_tasks.report.document import BEST, Cell
+from pathbind_analysis.report.document import BEST, Cell
 
 MISSING = "–"
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from pathbind_analysis.curation.errors import CurationInputError
 from pathbind_metrics.agreement import cohen_kappa, percent_agreement
-from pathbind_tasks.curation.errors import CurationInputError
 
 RETAIN = ("retain", "keep", "yes", "1")
 EXCLUDE = ("exclude", "drop", "no", "0")

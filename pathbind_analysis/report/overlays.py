@@ -12,15 +12,15 @@ from typing import Any
 import numpy as np
 
 from pathbind.requests import AttentionResponse
+from pathbind_analysis.report.document import Figure, Note, Section
+from pathbind_analysis.report.figures import new_figure, save
+from pathbind_analysis.report.grounding import grounding_tasks
+from pathbind_analysis.report.runs import Run
+from pathbind_analysis.report.task_docs import load_task_docs
+from pathbind_analysis.run_logs import samples
 from pathbind_metrics.grounding import heat_map, view_pixels
 from pathbind_metrics.grounding_aggregations import Q_DEFAULT
 from pathbind_tasks.common.images import rgb_image
-from pathbind_tasks.report.document import Figure, Note, Section
-from pathbind_tasks.report.figures import new_figure, save
-from pathbind_tasks.report.grounding import grounding_tasks
-from pathbind_tasks.report.runs import Run
-from pathbind_tasks.report.task_docs import load_task_docs
-from pathbind_tasks.run_logs import samples
 
 SUCCESS_IOU = 0.5  # at least half of mask ∪ box is shared: the attention localises the entity
 PARTIAL_IOU = 0.1  # touches the region but is diffuse or shifted; below it the attention misses the box

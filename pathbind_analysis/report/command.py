@@ -26,7 +26,7 @@ def add_report_command(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathbind_tasks.report import ReportError, build_report
+    from pathbind_analysis.report import ReportError, build_report
 
     try:
         written = build_report(args.run_dirs, args.out, pairs=args.pairs, overlays=args.overlays, audits=args.audit)

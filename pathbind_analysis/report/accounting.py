@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from pathbind.summary import dropped_reasons, read_accounting
-from pathbind_tasks.report.document import Cell, Note, Section, Table
-from pathbind_tasks.report.fmt import MISSING, cells
-from pathbind_tasks.report.runs import Run
+from pathbind_analysis.report.document import Cell, Note, Section, Table
+from pathbind_analysis.report.fmt import MISSING, cells
+from pathbind_analysis.report.runs import Run
 
 
 def accounting_section(runs: list[Run]) -> Section:

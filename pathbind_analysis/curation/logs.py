@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pathbind_tasks.curation.errors import CurationInputError
+from pathbind_analysis.curation.errors import CurationInputError
 
 LOG_PATTERN = "*_samples_*.jsonl"  # lmms-eval writes <output_path>/<model>/<date>_samples_<task>.jsonl
 

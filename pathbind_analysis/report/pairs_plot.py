@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pathbind_tasks.report.document import Figure, Note, Section, Table
-from pathbind_tasks.report.figures import new_figure, save
-from pathbind_tasks.report.fmt import cells, finite, number
-from pathbind_tasks.report.grounding import grounding_tasks
-from pathbind_tasks.report.runs import ReportError, Run
+from pathbind_analysis.report.document import Figure, Note, Section, Table
+from pathbind_analysis.report.figures import new_figure, save
+from pathbind_analysis.report.fmt import cells, finite, number
+from pathbind_analysis.report.grounding import grounding_tasks
+from pathbind_analysis.report.runs import ReportError, Run
 
 UP, DOWN, FLAT = "#2ca02c", "#d62728", "0.6"
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pathbind_analysis.report.document import Cell, Figure, Note, Section, Table
+from pathbind_analysis.report.figures import colour, new_figure, save
+from pathbind_analysis.report.fmt import best_marks, cells, finite, number
+from pathbind_analysis.report.runs import Run
 from pathbind_metrics.grounding_aggregations import Q_DEFAULT
-from pathbind_tasks.report.document import Cell, Figure, Note, Section, Table
-from pathbind_tasks.report.figures import colour, new_figure, save
-from pathbind_tasks.report.fmt import best_marks, cells, finite, number
-from pathbind_tasks.report.runs import Run
 
 # Table 3 order: PathBind-Grounding, then PathVG, then the demo; any other task with attn_iou follows by name.
 KNOWN = ("pathbind_grounding_testa", "pathbind_grounding_testb", "pathvg_testa", "pathvg_testb",

@@ -8,10 +8,10 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from pathbind_analysis.audit.census import Census
+from pathbind_analysis.audit.inventory import InventoryError, parse_source
 from pathbind_metrics.leakage import CLEAN, PATIENT, SITE, cases_and_sites, leak_partition, overlap, stratified_metric
 from pathbind_metrics.tcga import classify
-from pathbind_tasks.audit.census import Census
-from pathbind_tasks.audit.inventory import InventoryError, parse_source
 
 TRAIN_ENV = "PATHBIND_LEAKAGE_TRAIN"
 KEYS = ("leaked", "site", "clean", "gap", "gap_ci_low", "gap_ci_high", "n_leaked", "n_site", "n_clean",

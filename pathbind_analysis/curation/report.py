@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pathbind_tasks.curation.text_filter import AVERAGE
+from pathbind_analysis.curation.text_filter import AVERAGE
 
 STAGE_TITLES = {"stage1": "Stage 1", "stage2": "Stage 2 (items left after stage 1)"}
 

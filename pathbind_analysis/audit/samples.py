@@ -10,10 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from pathbind_metrics.leakage import leak_partition, stratified_metric
-from pathbind_metrics.tcga import classify
-from pathbind_tasks.audit.census import Census
-from pathbind_tasks.audit.inventory import (
+from pathbind_analysis.audit.census import Census
+from pathbind_analysis.audit.inventory import (
     DETECT_ROWS,
     InventoryError,
     detect_field,
@@ -21,6 +19,8 @@ from pathbind_tasks.audit.inventory import (
     open_text,
     split_column,
 )
+from pathbind_metrics.leakage import leak_partition, stratified_metric
+from pathbind_metrics.tcga import classify
 
 # What lmms-eval writes on every sample-log line besides the metrics that process_results returned.
 BOOKKEEPING = frozenset({"doc_id", "doc", "target", "arguments", "resps", "filtered_resps", "token_counts",

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pathbind_tasks.report.accounting import accounting_section
-from pathbind_tasks.report.document import Section, Table, write_html, write_markdown
-from pathbind_tasks.report.faithfulness import faithfulness_section, leakage_section
-from pathbind_tasks.report.fmt import cells
-from pathbind_tasks.report.grounding import grounding_section
-from pathbind_tasks.report.overlays import overlay_section
-from pathbind_tasks.report.pairs_plot import pairs_section, resolve_pairs
-from pathbind_tasks.report.pathview import pathview_section
-from pathbind_tasks.report.runs import ReportError, Run, load_runs
-from pathbind_tasks.report.vqa import vqa_section
+from pathbind_analysis.report.accounting import accounting_section
+from pathbind_analysis.report.document import Section, Table, write_html, write_markdown
+from pathbind_analysis.report.faithfulness import faithfulness_section, leakage_section
+from pathbind_analysis.report.fmt import cells
+from pathbind_analysis.report.grounding import grounding_section
+from pathbind_analysis.report.overlays import overlay_section
+from pathbind_analysis.report.pairs_plot import pairs_section, resolve_pairs
+from pathbind_analysis.report.pathview import pathview_section
+from pathbind_analysis.report.runs import ReportError, Run, load_runs
+from pathbind_analysis.report.vqa import vqa_section
 
 TITLE = "PathBind report"
 

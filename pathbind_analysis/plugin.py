@@ -1,0 +1,28 @@
+"""Registers PathBind's analysis commands and its one run-reading aggregation with the plugin system."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from pathbind import hookimpl
+
+
+@hookimpl
+def pathbind_add_commands(subparsers: argparse._SubParsersAction) -> None:
+    from pathbind_analysis.audit.command import add_audit_command
+    from pathbind_analysis.curation.command import add_curation_commands
+    from pathbind_analysis.pairs import add_pairs_command
+    from pathbind_analysis.report.command import add_report_command
+
+    add_curation_commands(subparsers)
+    add_audit_command(subparsers)
+    add_pairs_command(subparsers)
+    add_report_command(subparsers)
+
+
+@hookimpl
+def pathbind_metrics() -> dict[str, Callable[..., object]]:
+    from pathbind_analysis.audit.in_run import leakage_split  # reads the training inventory: not a pure metric
+
+    return {"leakage_split": leakage_split}
