@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 
-from pathbind.perturbations import fill_colour, occlude
 from pathbind_metrics.faithfulness import occlusion_map
 from pathbind_models.hf.adapter import HFAdapter
-from pathbind_models.hf.tiny import make_tiny_model
+from pathbind_models.hf.testing import make_tiny_model
+from pathbind_models.occlusion import fill_colour, occlude
 from pathbind_tasks.demo.grounding_synth import grounding_items
 
 OPTIONS = ["Yes", "No"]

@@ -1,8 +1,8 @@
 """PathBind: plugin framework that tells whether a vision-language model sees pathology."""
 
-from pathbind.hookspecs import hookimpl, hookspec
-from pathbind.plugins import ModelSpec, PluginManager, get_plugin_manager, make_plugin_manager
-from pathbind.templates import TemplateError, render_template
+from pathbind.hookspecs import ModelSpec, hookimpl, hookspec
+from pathbind.plugins import PluginManager, get_plugin_manager, make_plugin_manager, render_template
+from pathbind.templates import TemplateError
 
 __all__ = [
     "ModelSpec",

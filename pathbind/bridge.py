@@ -19,7 +19,6 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import inspect
-import logging
 import os
 import sys
 import types
@@ -27,6 +26,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from loguru import logger
 
 from pathbind.capabilities import (
     REQUIRES_KEY,
@@ -39,8 +40,6 @@ from pathbind.capabilities import (
 from pathbind.data import apply_data_root
 from pathbind.plugins import Contribution, PluginManager, get_plugin_manager
 from pathbind.usage import usage_by_condition
-
-logger = logging.getLogger("pathbind")
 
 _HOOK_MARK = "__pathbind_task_hook__"
 # The plugins PathBind itself ships (pyproject's [project.entry-points.pathbind]): their task names come first.
@@ -151,7 +150,7 @@ def _guarded(install: Callable[[], object]) -> None:
     try:
         install()
     except Exception:
-        logger.exception("pathbind: could not hook lmms-eval (%s)", getattr(install, "__name__", install))
+        logger.exception(f"pathbind: could not hook lmms-eval ({getattr(install, '__name__', install)})")
 
 
 class _WatchedModule(types.ModuleType):
@@ -186,7 +185,7 @@ class _ImportWatcher(importlib.abc.MetaPathFinder):
         try:
             loader.exec_module = exec_and_install  # type: ignore[union-attr]  # this spec's own loader object
         except Exception:
-            logger.debug("pathbind: cannot watch the import of %s", fullname)
+            logger.debug(f"pathbind: cannot watch the import of {fullname}")
         return spec
 
 
@@ -222,8 +221,8 @@ def install_task_hook(pm: PluginManager | None = None) -> bool:
     for method, arguments in expected.items():
         code = getattr(getattr(TaskManager, method, None), "__code__", None)
         if code is None or code.co_varnames[: len(arguments)] != arguments:
-            logger.error("pathbind: this lmms-eval's TaskManager.%s is not the one PathBind hooks; PathBind tasks "
-                         "are unavailable (pass their folders with --include_path; see `pathbind doctor`)", method)
+            logger.error(f"pathbind: this lmms-eval's TaskManager.{method} is not the one PathBind hooks; PathBind "
+                         "tasks are unavailable (pass their folders with --include_path; see `pathbind doctor`)")
             return False
     manager: Callable[[], PluginManager] = (lambda: pm) if pm is not None else get_plugin_manager
     TaskManager._get_config = _with_data_root(TaskManager._get_config, manager)
@@ -243,7 +242,7 @@ def _indexing_plugin_dirs(original: Any, manager: Callable[[], PluginManager]) -
         index = original(self, include_path=include_path, include_defaults=include_defaults)
         merged, conflicts = merge_plugin_tasks(self._get_task_and_group, index, manager().task_dirs())
         for conflict in conflicts:
-            logger.warning("pathbind: %s", conflict.message)
+            logger.warning(f"pathbind: {conflict.message}")
         return merged
 
     setattr(initialize_tasks, _HOOK_MARK, True)
@@ -319,7 +318,7 @@ def task_conflicts(pm: PluginManager | None = None) -> list[str]:
     from lmms_eval.tasks import TaskManager
 
     reader = TaskManager.__new__(TaskManager)  # only its YAML indexing is used, which reads nothing else but this
-    reader.logger = logging.getLogger("pathbind.index")
+    reader.logger = logger
     _, conflicts = merge_plugin_tasks(reader._get_task_and_group, {}, (pm or get_plugin_manager()).task_dirs())
     return [c.message for c in conflicts]
 
@@ -475,7 +474,7 @@ def _supported_tasks(task_dict: dict, lm: Any, cli_args: Any) -> tuple[dict, dic
         logger.exception("pathbind: could not check the tasks' pathbind_requires; running every task")
         return task_dict, {}
     for reason in skipped.values():
-        logger.error("pathbind: %s", reason)
+        logger.error(f"pathbind: {reason}")
     return kept, skipped
 
 
@@ -492,9 +491,9 @@ def _answerable_documents(task_dict: dict, lm: Any, cli_args: Any) -> tuple[dict
         logger.exception("pathbind: could not check which conditions the model answers; running every document")
         return task_dict, {}, {}
     for reason in tasks.values():
-        logger.error("pathbind: %s", reason)
+        logger.error(f"pathbind: {reason}")
     for reason in (r for task_reasons in conditions.values() for r in task_reasons.values()):
-        logger.warning("pathbind: %s", reason)
+        logger.warning(f"pathbind: {reason}")
     return kept, tasks, conditions
 
 

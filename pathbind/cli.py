@@ -15,7 +15,7 @@ from pathbind.plugins import PluginManager, make_plugin_manager
 from pathbind.table import format_table
 
 if TYPE_CHECKING:
-    from pathbind.summary import ResultFile
+    from pathbind.lmms_output import ResultFile
 
 
 OK, FAILURE = 0, 1  # every subcommand's exit codes; argparse exits 2 on a bad command line (a usage error)
@@ -78,7 +78,7 @@ def cmd_summary(args: argparse.Namespace, pm: PluginManager) -> int:
 
 def _usable_results(paths: list[Path]) -> list[ResultFile]:
     """Each results file below ``paths`` that lmms-eval wrote; every other one named in a warning."""
-    from pathbind.summary import ResultsError, find_results, load_results
+    from pathbind.lmms_output import ResultsError, find_results, load_results
 
     results, skipped = [], 0
     for path in paths:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from pathbind.catalog import DataLocation, TaskEntry, plugin_tasks
 from pathbind.data import DATA_ENV, DataOverrideError, data_root
-from pathbind.plugins import PluginManager, disabled_plugins
+from pathbind.plugins import PluginManager
 from pathbind.templates import template_names
 
 if TYPE_CHECKING:
@@ -99,11 +99,11 @@ def _declared_ranges() -> dict[str, SpecifierSet]:
 
 def _plugins(pm: PluginManager) -> list[Check]:
     checks = [Check(f"plugin {name}", "OK", getattr(plugin, "__name__", type(plugin).__name__))
-              for name, plugin in sorted(pm.list_name_plugin()) if name not in pm.failures]
+              for name, plugin in sorted(pm.list_name_plugin()) if plugin is not None and name not in pm.failures]
     checks += [Check(f"plugin {name}", "FAIL", error) for name, errors in sorted(pm.failures.items())
                for error in errors]
     checks += [Check(f"plugin {name}", "WARN", "disabled by PATHBIND_DISABLE_PLUGINS")
-               for name in sorted(disabled_plugins())]
+               for name, plugin in sorted(pm.list_name_plugin()) if plugin is None]
     return checks
 
 

@@ -1,7 +1,8 @@
-"""Hook specifications: what a PathBind plugin can contribute."""
+"""Hook specifications: what a PathBind plugin can contribute, and the markers plugins use."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pluggy
@@ -11,10 +12,19 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    from pathbind.plugins import ModelSpec
-
 hookspec = pluggy.HookspecMarker("pathbind")
 hookimpl = pluggy.HookimplMarker("pathbind")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """An lmms-eval model contributed by a plugin (mirrors lmms-eval's ``ModelManifest``)."""
+
+    model_id: str
+    simple_class_path: str | None = None
+    chat_class_path: str | None = None
+    aliases: tuple[str, ...] = ()
+    description: str = ""
 
 
 @hookspec

@@ -4,35 +4,25 @@ from __future__ import annotations
 
 import argparse
 import functools
-import logging
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pluggy
+from jinja2.sandbox import SandboxedEnvironment
+from loguru import logger
 
 from pathbind import hookspecs
-
-logger = logging.getLogger("pathbind")
+from pathbind.hookspecs import ModelSpec
+from pathbind.templates import make_environment, render
 
 ENTRY_POINT_GROUP = "pathbind"
 DISABLE_ENV = "PATHBIND_DISABLE_PLUGINS"
 TRACE_ENV = "PATHBIND_TRACE_PLUGINS"
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """An lmms-eval model contributed by a plugin (mirrors lmms-eval's ``ModelManifest``)."""
-
-    model_id: str
-    simple_class_path: str | None = None
-    chat_class_path: str | None = None
-    aliases: tuple[str, ...] = ()
-    description: str = ""
 
 
 @dataclass(frozen=True)
@@ -59,10 +49,11 @@ class PluginManager(pluggy.PluginManager):
         self.conflicts: list[str] = []
         self.trace_calls = bool(os.environ.get(TRACE_ENV))
 
-    def load_entrypoints(self, disabled: frozenset[str] = frozenset()) -> None:
-        """Register each entry point of the ``pathbind`` group, sorted by name for a stable order."""
+    def load_entrypoints(self) -> None:
+        """Register each entry point of the ``pathbind`` group that is not blocked, sorted by name for a stable
+        order; a blocked one is not even imported."""
         for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name):
-            if ep.name in disabled or self.has_plugin(ep.name):
+            if self.is_blocked(ep.name) or self.has_plugin(ep.name):
                 continue
             try:
                 self.register_checked(ep.load(), ep.name)
@@ -81,30 +72,10 @@ class PluginManager(pluggy.PluginManager):
             known = ", ".join(sorted(n for n in dir(hookspecs) if n.startswith("pathbind_")))
             raise pluggy.PluginValidationError(plugin, f"unknown hook {', '.join(unknown)}; PathBind hooks: {known}")
 
-    def call_each(self, hook_name: str, **kwargs: Any) -> Iterator[tuple[str, Any]]:
-        """Yield ``(plugin_name, result)`` per implementation, the result checked against the hook's contract;
-        a raising hook, a result of the wrong type and each malformed entry are skipped and recorded."""
-        for impl in reversed(getattr(self.hook, hook_name).get_hookimpls()):
-            result = self._call(impl, hook_name, kwargs)
-            if result is not None:
-                yield impl.plugin_name, result
-
-    def _call(self, impl: pluggy.HookImpl, hook_name: str, kwargs: dict[str, Any]) -> Any:
-        try:
-            result = impl.function(**kwargs)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # SystemExit too: a hook never ends the run
-            self._fail(impl.plugin_name, _describe(exc, hook_name))
-            return None
-        if self.trace_calls:
-            logger.warning("pathbind trace: %s.%s() -> %r", impl.plugin_name, hook_name, result)
-        if result is None:
-            return None
-        kept, problems = CHECKS.get(hook_name, _no_check)(result)
-        for problem in problems:
-            self._fail(impl.plugin_name, f"{hook_name} {problem}; skipped")
-        return kept
+    def call_each(self, hook_name: str, **kwargs: Any) -> list[tuple[str, Any]]:
+        """``(plugin_name, result)`` per result of the hook call, each checked against the hook's contract; a
+        raising implementation, a result of the wrong type and each malformed entry are skipped and recorded."""
+        return _HookCall(self, hook_name).run(kwargs)
 
     def task_dirs(self) -> list[Contribution]:
         """Task directories, one contribution per directory (``name`` is the folder path)."""
@@ -112,6 +83,11 @@ class PluginManager(pluggy.PluginManager):
 
     def template_dirs(self) -> list[Path]:
         return [d for _, dirs in self.call_each("pathbind_template_dirs") for d in dirs]
+
+    @functools.cached_property
+    def templates(self) -> SandboxedEnvironment:
+        """The sandboxed environment over every plugin's template folders (it caches the compiled templates)."""
+        return make_environment(self.template_dirs())
 
     def models(self) -> dict[str, Contribution]:
         specs = self.call_each("pathbind_models")
@@ -123,14 +99,16 @@ class PluginManager(pluggy.PluginManager):
 
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:
         """Let each plugin add subcommands; one added without a callable ``func`` default fails when run."""
-        for impl in reversed(self.hook.pathbind_add_commands.get_hookimpls()):
-            before = set(subparsers.choices)
-            self._call(impl, "pathbind_add_commands", {"subparsers": subparsers})
-            for name in sorted(set(subparsers.choices) - before):
+        known = set(subparsers.choices)
+
+        def check_new_commands(plugin: str) -> None:
+            for name in sorted(set(subparsers.choices) - known):
                 if not callable(subparsers.choices[name].get_default("func")):
-                    problem = f"pathbind_add_commands added command {name!r} without a callable func default"
-                    self._fail(impl.plugin_name, problem)
-                    subparsers.choices[name].set_defaults(func=_broken_command(name, impl.plugin_name))
+                    self._fail(plugin, f"pathbind_add_commands added command {name!r} without a callable func default")
+                    subparsers.choices[name].set_defaults(func=_broken_command(name, plugin))
+            known.update(subparsers.choices)
+
+        _HookCall(self, "pathbind_add_commands", check_new_commands).run({"subparsers": subparsers})
 
     def _unique(self, kind: str, items: Iterator[tuple[str, str, Any]]) -> dict[str, Contribution]:
         found: dict[str, Contribution] = {}
@@ -144,13 +122,112 @@ class PluginManager(pluggy.PluginManager):
     def _fail(self, plugin: str, message: str) -> None:
         recorded = self.failures.setdefault(plugin, [])
         if message not in recorded:  # hooks are called many times per run: log each problem once
-            logger.warning("pathbind plugin %r: %s", plugin, message)
+            logger.warning(f"pathbind plugin {plugin!r}: {message}")
             recorded.append(message)
 
     def _conflict(self, message: str) -> None:
         if message not in self.conflicts:
-            logger.warning("pathbind: %s", message)
+            logger.warning(f"pathbind: {message}")
             self.conflicts.append(message)
+
+
+class _HookCall:
+    """One call of a hook through pluggy's own machinery (its wrappers, ``firstresult``, tracing and monitoring),
+    each implementation isolated: what it raises is its plugin's recorded failure, what it returns is checked
+    against the hook's contract and attributed to it (a wrapper's own additions to it)."""
+
+    def __init__(self, pm: PluginManager, hook_name: str, after_each: Callable[[str], None] | None = None) -> None:
+        self.pm, self.hook_name, self.after_each = pm, hook_name, after_each
+        caller: pluggy.HookCaller = getattr(pm.hook, hook_name)
+        self.impls = caller.get_hookimpls()
+        self.firstresult = bool(caller.spec and caller.spec.opts.get("firstresult"))
+        self.owners: dict[int, tuple[str, Any]] = {}  # id of each checked result -> (its plugin, the result)
+
+    def run(self, kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
+        impls = [self._wrapper(impl) if impl.wrapper or impl.hookwrapper else self._implementation(impl)
+                 for impl in self.impls]
+        # HookCaller.__call__ with the isolated implementations: pluggy's tracing and monitoring wrap _hookexec.
+        outcome = self.pm._hookexec(self.hook_name, impls, kwargs, self.firstresult)
+        results = ([] if outcome is None else [outcome]) if self.firstresult else cast(list[Any], outcome)
+        return [self.owners[id(result)] for result in results]
+
+    def _isolated(self, plugin: str, call: Callable[[], Any]) -> tuple[bool, Any]:
+        """``(True, call())``, or ``(False, None)`` with the exception recorded against ``plugin``."""
+        try:
+            return True, call()
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # SystemExit too: a hook never ends the run
+            self.pm._fail(plugin, _describe(exc, self.hook_name))
+            return False, None
+        finally:
+            if self.after_each:
+                self.after_each(plugin)
+
+    def _implementation(self, impl: pluggy.HookImpl) -> pluggy.HookImpl:
+        @functools.wraps(impl.function)  # pluggy reads the hook's argument names through __wrapped__
+        def isolated(*args: Any, **kwargs: Any) -> Any:
+            ok, result = self._isolated(impl.plugin_name, lambda: impl.function(*args, **kwargs))
+            if ok and self.pm.trace_calls:
+                logger.warning(f"pathbind trace: {impl.plugin_name}.{self.hook_name}() -> {result!r}")
+            return None if result is None else self._adopt(impl.plugin_name, result)
+
+        return pluggy.HookImpl(impl.plugin, impl.plugin_name, isolated, impl.opts)
+
+    def _wrapper(self, impl: pluggy.HookImpl) -> pluggy.HookImpl:
+        """``impl`` (``wrapper=True`` or old-style ``hookwrapper=True``) as a new-style wrapper that, when the
+        plugin's code raises or breaks the one-yield protocol, records it and passes the results on unchanged."""
+
+        @functools.wraps(impl.function)
+        def isolated(*args: Any, **kwargs: Any) -> Generator[None, Any, Any]:
+            ok, teardown = self._isolated(impl.plugin_name, lambda: _started(impl.function(*args, **kwargs)))
+            results = yield
+            if ok:
+                ok, returned = self._isolated(impl.plugin_name, lambda: _finished(teardown, results, impl.hookwrapper))
+            return self._adopt_all(impl.plugin_name, returned, results) if ok else results
+
+        opts: pluggy.HookimplOpts = {**impl.opts, "wrapper": True, "hookwrapper": False}
+        return pluggy.HookImpl(impl.plugin, impl.plugin_name, isolated, opts)
+
+    def _adopt(self, plugin: str, result: Any) -> Any:
+        """The part of ``result`` that passes the hook's check, attributed to ``plugin``; each problem recorded."""
+        kept, problems = CHECKS[self.hook_name](result)
+        for problem in problems:
+            self.pm._fail(plugin, f"{self.hook_name} {problem}; skipped")
+        if kept is not None:
+            self.owners[id(kept)] = (plugin, kept)
+        return kept
+
+    def _adopt_all(self, plugin: str, returned: Any, results: Any) -> Any:
+        """A wrapper's return: the results it keeps, and those it adds checked and attributed to it."""
+        if self.firstresult:
+            return returned if returned is None or id(returned) in self.owners else self._adopt(plugin, returned)
+        if not isinstance(returned, list):
+            self.pm._fail(plugin, f"{self.hook_name} wrapper returned {type(returned).__name__} {_short(returned)}, "
+                                  "not the list of results; ignored")
+            return results
+        adopted = [entry if id(entry) in self.owners else self._adopt(plugin, entry) for entry in returned]
+        return [entry for entry in adopted if entry is not None]
+
+
+def _started(teardown: Any) -> Generator[None, Any, Any]:
+    if next(teardown, _STOPPED) is _STOPPED:
+        raise RuntimeError("the wrapper did not yield")
+    return teardown
+
+
+def _finished(teardown: Generator[None, Any, Any], results: Any, old_style: bool) -> Any:
+    """What a started wrapper makes of ``results``: its return value (old style: what it set on its Result)."""
+    outcome = pluggy.Result.from_call(lambda: results)
+    try:
+        teardown.send(outcome if old_style else results)
+    except StopIteration as stop:
+        return outcome.get_result() if old_style else stop.value
+    teardown.close()
+    raise RuntimeError("the wrapper yielded twice")
+
+
+_STOPPED = object()
 
 
 def _describe(exc: BaseException, hook_name: str | None = None) -> str:
@@ -170,10 +247,6 @@ def _broken_command(name: str, plugin: str) -> Callable[[argparse.Namespace], in
 
 # Each hook's result check: (what to keep, or None to skip the whole result; one problem per skipped part).
 ResultCheck = Callable[[Any], tuple[Any, list[str]]]
-
-
-def _no_check(result: Any) -> tuple[Any, list[str]]:
-    return result, []
 
 
 def _short(value: Any) -> str:
@@ -252,18 +325,21 @@ CHECKS: dict[str, ResultCheck] = {"pathbind_task_dirs": _folders, "pathbind_temp
                             "pathbind_add_commands": _nothing}
 
 
-def disabled_plugins() -> frozenset[str]:
+def _disabled_plugins() -> frozenset[str]:
     """Plugin names listed in ``PATHBIND_DISABLE_PLUGINS`` (comma-separated)."""
     return frozenset(name.strip() for name in os.environ.get(DISABLE_ENV, "").split(",") if name.strip())
 
 
 def make_plugin_manager(*, autoload: bool = True, plugins: dict[str, object] | None = None) -> PluginManager:
-    """Build a fresh manager: ``plugins`` (name -> module or object) first, then the entry points."""
+    """Build a fresh manager: ``plugins`` (name -> module or object) first, then the entry points; the names in
+    ``PATHBIND_DISABLE_PLUGINS`` are blocked from registering."""
     pm = PluginManager()
+    for name in _disabled_plugins():
+        pm.set_blocked(name)
     for name, plugin in (plugins or {}).items():
         pm.register_checked(plugin, name)
     if autoload:
-        pm.load_entrypoints(disabled_plugins())
+        pm.load_entrypoints()
     return pm
 
 
@@ -280,3 +356,8 @@ def plugin_metric(name: str) -> Callable[..., object]:
         available = ", ".join(sorted(metrics))
         raise AttributeError(f"No PathBind plugin provides a metric named {name!r}. Available: {available}")
     return metrics[name].value
+
+
+def render_template(name: str, **variables: Any) -> str:
+    """Render a template contributed by any installed plugin."""
+    return render(get_plugin_manager().templates, name, variables)

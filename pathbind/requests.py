@@ -11,7 +11,8 @@ maps, occlusion scores) travels as the context string and its answer as the gene
   a part the model could not compute is ``{"error": reason}``.
 
 Kinds: ``attention`` (:class:`AttentionRequest`: entity-token attention of each query, per layer set) and
-``occlusion`` (:class:`OcclusionRequest`: option scores under patch occlusion, see ``pathbind.perturbations``).
+``occlusion`` (:class:`OcclusionRequest`: option scores under patch occlusion). This module only carries the data;
+what a request asks of the image is done on the model side (``pathbind_models.occlusion`` for PathBind's models).
 Every response carries ``view_box``: the rectangle of the original image, ``[x_min, y_min, x_max, y_max]`` pixels,
 that its maps cover (the model's processor may crop).
 """
@@ -161,8 +162,9 @@ def _map(value: dict[str, Any], grid: tuple[int, int]) -> np.ndarray:
 @dataclass(frozen=True)
 class OcclusionRequest:
     """A question (``prompt``) with its answer ``options`` and the index of the ``reference`` answer, the ``entity``
-    whose attention is the heat map under test, the occlusion ``grid`` G, the ``fill``, the number of
-    insertion/deletion ``steps`` and the ``seed`` of the random curve order."""
+    whose attention is the heat map under test, the occlusion ``grid`` G (cells as in
+    ``pathbind_metrics.faithfulness.cell_edges``), the ``fill``, the number of insertion/deletion ``steps`` and the
+    ``seed`` of the random curve order."""
 
     prompt: str
     options: tuple[str, ...]

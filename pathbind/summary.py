@@ -3,58 +3,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-
-class ResultsError(ValueError):
-    """A file that is not a usable lmms-eval results file; the message names it and says why."""
-
-
-@dataclass(frozen=True)
-class ResultFile:
-    """One lmms-eval results file: the model label and each task's metrics (keys with their filter suffix)."""
-
-    path: Path
-    model: str
-    results: dict[str, dict[str, Any]]
-    groups: frozenset[str]  # results entries that are groups (their subtasks carry the row accounting)
-    config: dict[str, Any]  # lmms-eval's run configuration (model, model_args, ...)
-
-
-def find_results(paths: list[Path]) -> list[Path]:
-    """lmms-eval result files (``*_results.json``) given directly or found below folders."""
-    found: list[Path] = []
-    for path in paths:
-        found += [path] if path.is_file() else sorted(path.rglob("*results.json"))
-    return found
-
-
-def load_results(path: Path) -> ResultFile:
-    """Read and check one results file; ResultsError (naming the file) for anything lmms-eval did not write."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ResultsError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
-    except UnicodeDecodeError as exc:
-        raise ResultsError(f"{path}: not a text file ({exc.reason})") from exc
-    except json.JSONDecodeError as exc:
-        raise ResultsError(f"{path}: not valid JSON, perhaps truncated ({exc})") from exc
-    results = data.get("results") if isinstance(data, dict) else None
-    if not isinstance(results, dict):
-        raise ResultsError(f"{path}: not an lmms-eval results file (no \"results\" object)")
-    if not results:
-        raise ResultsError(f"{path}: its \"results\" object holds no task")
-    malformed = sorted(str(task) for task, metrics in results.items() if not isinstance(metrics, dict))
-    if malformed:
-        raise ResultsError(f"{path}: the results of {', '.join(malformed)} are not objects of metrics")
-    config = data.get("config") if isinstance(data.get("config"), dict) else {}
-    model = str(config.get("model", "?"))
-    if config.get("model_args"):  # e.g. two pathbind_baseline strategies, or two checkpoints of pathbind_hf
-        model += f" ({config['model_args']})"
-    subtasks = data.get("group_subtasks") if isinstance(data.get("group_subtasks"), dict) else {}
-    return ResultFile(path, model, results, frozenset(name for name, tasks in subtasks.items() if tasks), config)
+from pathbind.lmms_output import ResultFile
 
 
 def summary_rows(result: ResultFile, *, accounting: bool = False) -> list[dict[str, Any]]:
@@ -62,8 +13,7 @@ def summary_rows(result: ResultFile, *, accounting: bool = False) -> list[dict[s
     with ``accounting`` the task's row accounting as it is in the file."""
     rows = []
     for task, metrics in sorted(result.results.items()):
-        values = {key.split(",")[0]: value for key, value in metrics.items()
-                  if "," in key and "_stderr" not in key and isinstance(value, int | float)}
+        values = {name: value for name, value in result.metrics(task).items() if isinstance(value, int | float)}
         if accounting and "accounting,none" in metrics:
             values["accounting"] = metrics["accounting,none"]
         if values:

@@ -1,15 +1,12 @@
-"""Prompt templates: Jinja files found by name in the plugins' template directories."""
+"""Prompt templates: Jinja files found by name in template directories, rendered in a sandbox."""
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 from typing import Any
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
-
-from pathbind.plugins import get_plugin_manager
 
 SUFFIX = ".jinja"
 
@@ -54,12 +51,3 @@ def render(env: jinja2.Environment, name: str, variables: dict[str, Any]) -> str
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(f"Template {name!r} line {exc.lineno}: {exc.message}") from None
 
-
-@functools.cache
-def _plugin_environment() -> SandboxedEnvironment:
-    return make_environment(get_plugin_manager().template_dirs())
-
-
-def render_template(name: str, **variables: Any) -> str:
-    """Render a template contributed by any installed plugin."""
-    return render(_plugin_environment(), name, variables)

@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pathbind.lmms_output import task_results, task_samples
 from pathbind.table import format_table
-from pathbind_analysis.run_logs import samples, task_results
 from pathbind_metrics.grounding_aggregations import Q_DEFAULT, Q_SWEEP
 from pathbind_metrics.pairs import delta_mean, delta_mg, ranking_agreement
 
@@ -91,7 +91,7 @@ def _grounding_records(run_dir: Path, task: str) -> dict[str, dict[str, Any]]:
 
 def _records(run_dir: Path, task: str, metric: str) -> list[dict[str, Any]]:
     try:
-        return [sample[metric] for sample in samples(run_dir, task)]
+        return [sample[metric] for sample in task_samples(run_dir, task)]
     except ValueError as exc:
         raise ValueError(f"{exc}, or choose the task with --vqa-task / --grounding-task") from exc
 

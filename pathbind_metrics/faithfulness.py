@@ -1,7 +1,8 @@
 """Causal faithfulness of heat maps: occlusion maps, rank agreement, mass in a box, pointing, curves, tests.
 
-Maps live on a G×G grid over the image; cell (r, c) covers ``[c·W/G, (c+1)·W/G) × [r·H/G, (r+1)·H/G)``.
-Degenerate input gives NaN (the caller records why), never an exception.
+Maps live on a G×G grid over a W×H image, defined once by :func:`cell_edges`: cell (r, c) is the pixels
+``[⌊c·W/G⌋, ⌊(c+1)·W/G⌋) × [⌊r·H/G⌋, ⌊(r+1)·H/G⌋)``, the ones an occlusion of that cell paints. Degenerate input
+gives NaN (the caller records why), never an exception.
 """
 
 from __future__ import annotations
@@ -16,13 +17,30 @@ from scipy import special, stats
 Box = Sequence[float] | np.ndarray
 
 
-def resample_to_grid(values: ArrayLike, grid: int, view: Sequence[float] = (0.0, 0.0, 1.0, 1.0)) -> np.ndarray:
-    """Area-average a (h, w) map covering ``view`` onto a ``grid``×``grid`` map covering the whole image.
+def cell_edges(length: int, grid: int) -> np.ndarray:
+    """Pixel edges of the ``grid`` cells along a side of ``length`` pixels: cell i is pixels ``[edges[i], edges[i+1])``.
+
+    >>> cell_edges(10, 4).tolist()
+    [0, 2, 5, 7, 10]
+    """
+    return (np.arange(grid + 1) * length) // grid
+
+
+def _cell_fractions(length: int | None, grid: int) -> np.ndarray:
+    """:func:`cell_edges` as fractions of the side; None: a side divisible by ``grid`` (equal cells)."""
+    length = grid if length is None else int(length)
+    return cell_edges(length, grid) / length
+
+
+def resample_to_grid(values: ArrayLike, grid: int, view: Sequence[float] = (0.0, 0.0, 1.0, 1.0),
+                     image_size: Sequence[int] | None = None) -> np.ndarray:
+    """Area-average a (h, w) map covering ``view`` onto the ``grid``×``grid`` cells of an ``image_size`` (W, H)
+    image (None: a size divisible by ``grid``).
 
     ``view`` is ``(x_min, y_min, x_max, y_max)`` in fractions of the image sides (default: all of it). Each output
     cell is the mean of the input over the part of the cell the map covers, the input cells being weighted by
     their overlap, so a map already on the grid is unchanged and an 8×8 map onto 16×16 repeats each value in 2×2
-    cells. A cell wholly outside the view gets no attention (0).
+    cells. A cell wholly outside the view (or without pixels) gets no attention (0).
 
     >>> resample_to_grid([[1.0, 3.0]], 1).tolist()
     [[2.0]]
@@ -31,13 +49,15 @@ def resample_to_grid(values: ArrayLike, grid: int, view: Sequence[float] = (0.0,
     """
     values = np.asarray(values, dtype=float)
     x_min, y_min, x_max, y_max = view
-    return _overlap(values.shape[0], grid, y_min, y_max) @ values @ _overlap(values.shape[1], grid, x_min, x_max).T
+    width, height = (None, None) if image_size is None else image_size
+    rows, cols = _cell_fractions(height, grid), _cell_fractions(width, grid)
+    return _overlap(values.shape[0], rows, y_min, y_max) @ values @ _overlap(values.shape[1], cols, x_min, x_max).T
 
 
-def _overlap(n_in: int, n_out: int, low: float = 0.0, high: float = 1.0) -> np.ndarray:
-    """(n_out, n_in) weights: overlap of output cell i with input cell j (input cells spanning [low, high] of the
-    side), each row normalised to sum 1, or 0 where the output cell lies outside [low, high]."""
-    edges_in, edges_out = np.linspace(low, high, n_in + 1), np.linspace(0, 1, n_out + 1)
+def _overlap(n_in: int, edges_out: np.ndarray, low: float, high: float) -> np.ndarray:
+    """(n_out, n_in) weights: overlap of output cell i (``edges_out``, fractions of the side) with input cell j
+    (input cells spanning [low, high] of the side), each row normalised to sum 1, or 0 where they do not meet."""
+    edges_in = np.linspace(low, high, n_in + 1)
     lower = np.maximum(edges_out[:-1, None], edges_in[None, :-1])
     upper = np.minimum(edges_out[1:, None], edges_in[None, 1:])
     weights = np.clip(upper - lower, 0, None)
@@ -78,17 +98,20 @@ def spearman(a: ArrayLike, b: ArrayLike) -> float:
 
 
 def box_coverage(box: Box, image_size: Sequence[int], grid: int) -> np.ndarray:
-    """Fraction of each cell's area inside ``box`` ([x_min, y_min, x_max, y_max] pixels; image_size (W, H))."""
+    """Fraction of each cell's area inside ``box`` ([x_min, y_min, x_max, y_max] pixels; image_size (W, H)); 0 for
+    a cell without pixels (an image side shorter than ``grid``)."""
     width, height = image_size
     x0, y0, x1, y1 = (float(v) for v in box)
-    cols = _interval_overlap(x0 / width, x1 / width, grid)
-    rows = _interval_overlap(y0 / height, y1 / height, grid)
+    cols = _interval_overlap(x0 / width, x1 / width, _cell_fractions(width, grid))
+    rows = _interval_overlap(y0 / height, y1 / height, _cell_fractions(height, grid))
     return np.outer(rows, cols)
 
 
-def _interval_overlap(low: float, high: float, grid: int) -> np.ndarray:
-    edges = np.linspace(0, 1, grid + 1)
-    return np.clip(np.minimum(edges[1:], high) - np.maximum(edges[:-1], low), 0, None) * grid
+def _interval_overlap(low: float, high: float, edges: np.ndarray) -> np.ndarray:
+    # In fractions of the side, so a side divisible by a power-of-two grid gives exactly the equal-cell values.
+    inside = np.clip(np.minimum(edges[1:], high) - np.maximum(edges[:-1], low), 0, None)
+    widths = np.diff(edges)
+    return np.divide(inside, widths, out=np.zeros_like(inside), where=widths > 0)
 
 
 def mass_in_box(values: ArrayLike, coverage: np.ndarray) -> float:

@@ -25,7 +25,7 @@ from pathbind_metrics.parsing import _regions as answer_regions
 REFUSAL_FORM = "insufficient evidence"
 # Each phrase says the image cannot settle the question; "{cannot}" stands for cannot / can not / can't.
 REFUSAL_PHRASES = (
-    "insufficient evidence", "insufficient information", "insufficient visual evidence",
+    REFUSAL_FORM, "insufficient information", "insufficient visual evidence",
     "not enough evidence", "not enough information", "not enough visual information", "not enough detail",
     "{cannot} be determined", "{cannot} determine", "unable to determine", "impossible to determine",
     "not possible to determine", "{cannot} be assessed", "{cannot} assess", "unable to assess",

@@ -2,7 +2,9 @@
 
 An adapter answers occlusion requests when it has ``image_option_logprobs(images, text, options)``: the option
 log-probabilities (N × K) of ``text`` asked about each of an iterable of images, one image each. The HF adapter
-scores several images per forward; the controls loop.
+scores several images per forward; the controls loop. The perturbations are defined here once for every model:
+:func:`occlude` fills cells of the G×G grid (``pathbind_metrics.faithfulness.cell_edges``, the cells the metrics
+measure) with :func:`fill_colour`; :func:`curve_masks` gives the occluded cells at each insertion/deletion step.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from pathbind.perturbations import curve_masks, curve_orders, fill_colour, occlude
 from pathbind.requests import CURVES, Box, OcclusionRequest, OcclusionResponse
-from pathbind_metrics.faithfulness import resample_to_grid
+from pathbind_metrics.faithfulness import cell_edges, resample_to_grid
+
+GREY = (128, 128, 128)
 
 
 def answer(adapter: Any, image: Image.Image, request: OcclusionRequest) -> OcclusionResponse:
@@ -58,7 +61,8 @@ def _attention(adapter: Any, image: Image.Image,
     width, height = image.size
     fractions = (0.0, 0.0, 1.0, 1.0) if view_box is None else (view_box[0] / width, view_box[1] / height,
                                                                 view_box[2] / width, view_box[3] / height)
-    return resample_to_grid(native, request.grid, fractions), (int(native.shape[0]), int(native.shape[1])), view_box
+    shape = (int(native.shape[0]), int(native.shape[1]))
+    return resample_to_grid(native, request.grid, fractions, image.size), shape, view_box
 
 
 def _text_only(adapter: Any, request: OcclusionRequest) -> np.ndarray | str:
@@ -66,3 +70,44 @@ def _text_only(adapter: Any, request: OcclusionRequest) -> np.ndarray | str:
         return np.asarray(adapter.option_logprobs([], request.prompt, list(request.options)), dtype=float)
     except Exception as exc:
         return f"{type(exc).__name__}: {exc}"
+
+
+# ------------------------------------------------------------------------------------------- perturbations
+
+
+def fill_colour(image: Image.Image, fill: str) -> tuple[int, int, int]:
+    """``mean``: the image's own mean colour (an occluded patch carries no new colour); ``grey``: mid-grey."""
+    if fill == "grey":
+        return GREY
+    mean = np.asarray(image.convert("RGB"), dtype=float).reshape(-1, 3).mean(axis=0)
+    red, green, blue = (round(float(v)) for v in mean)
+    return red, green, blue
+
+
+def occlude(image: Image.Image, mask: np.ndarray, colour: tuple[int, int, int]) -> Image.Image:
+    """``image`` with the cells where the G×G boolean ``mask`` is true painted ``colour``."""
+    pixels = np.array(image.convert("RGB"))
+    grid = mask.shape[0]
+    rows, cols = cell_edges(pixels.shape[0], grid), cell_edges(pixels.shape[1], grid)
+    for r, c in zip(*np.nonzero(mask), strict=True):
+        pixels[rows[r]:rows[r + 1], cols[c]:cols[c + 1]] = colour
+    return Image.fromarray(pixels)
+
+
+def curve_orders(attention: np.ndarray, seed: int) -> dict[str, np.ndarray]:
+    """Cell orders of the curves: hottest attention first (ties by cell index), and a seeded random order."""
+    flat = np.asarray(attention, dtype=float).ravel()
+    return {"attention": np.argsort(-flat, kind="stable"),
+            "random": np.random.default_rng(seed).permutation(flat.size)}
+
+
+def curve_masks(order: np.ndarray, grid: int, steps: int, kind: str) -> list[np.ndarray]:
+    """Occluded cells at each of ``steps + 1`` points: deletion occludes the first ``round(s/steps · G²)`` cells of
+    ``order``; insertion starts fully occluded and reveals them."""
+    count = grid * grid
+    masks = []
+    for step in range(steps + 1):
+        taken = np.zeros(count, bool)
+        taken[order[:round(step * count / steps)]] = True
+        masks.append((taken if kind == "deletion" else ~taken).reshape(grid, grid))
+    return masks

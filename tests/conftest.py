@@ -20,6 +20,17 @@ OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALL
 
 
 @pytest.fixture
+def logged_warnings():
+    """The warning lines PathBind logs while the test runs (through loguru, as lmms-eval does)."""
+    from loguru import logger
+
+    lines: list[str] = []
+    sink = logger.add(lambda message: lines.append(message.record["message"]), level="WARNING")
+    yield lines
+    logger.remove(sink)
+
+
+@pytest.fixture
 def pm():
     """A plugin manager built from the installed entry points."""
     return make_plugin_manager()
@@ -89,7 +100,7 @@ def _built_once(root: Path, make: Callable[[str, Path], Path]) -> Callable[[str]
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
     """Factory ``tiny_model(family) -> Path``: a tiny random model of that family (seed 0), built once per session."""
-    from pathbind_models.hf.tiny import make_tiny_model
+    from pathbind_models.hf.testing import make_tiny_model
 
     return _built_once(tmp_path_factory.mktemp("tiny_models"), make_tiny_model)
 

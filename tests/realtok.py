@@ -13,12 +13,13 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from pathbind_models.hf.testing import TEXT
+
 REALTOK = Path(__file__).resolve().parents[2] / "shared" / "realtok"
 NAMES = ("qwen2_5_vl", "llava")
 
-# Six decoder layers (thirds of two), GQA 4 query heads over 2 KV heads, as the tiny families use.
-_TEXT = {"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 6, "num_attention_heads": 4,
-         "num_key_value_heads": 2}
+# The tiny families' decoder (six layers, GQA 4 query heads over 2 KV heads); the real context length stays.
+_TEXT = {key: value for key, value in TEXT.items() if key != "max_position_embeddings"}
 
 
 def available() -> bool:

@@ -10,15 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from pathbind.lmms_output import SampleLogError, read_sample_log
 from pathbind_analysis.audit.census import Census
-from pathbind_analysis.audit.inventory import (
-    DETECT_ROWS,
-    InventoryError,
-    detect_field,
-    iter_records,
-    open_text,
-    split_column,
-)
+from pathbind_analysis.audit.inventory import DETECT_ROWS, InventoryError, detect_field, split_column
 from pathbind_metrics.leakage import leak_partition, stratified_metric
 from pathbind_metrics.tcga import classify
 
@@ -53,14 +47,15 @@ def read_samples(spec: str, *, metrics: list[str] | None = None, by: list[str] |
     if not path.is_file():
         raise InventoryError(f"--samples: no such file: {path}")
     docs, values = [], []
-    with open_text(path) as handle:
-        fmt = "json" if path.name.lower().removesuffix(".gz").endswith(".json") else "jsonl"
-        for line, record in iter_records(handle, fmt, str(path)):
+    try:
+        for line, record in read_sample_log(path):
             if not (isinstance(record, dict) and isinstance(record.get("doc"), dict)):
                 raise InventoryError(f"{path}:{line}: not an lmms-eval sample-log line (no 'doc' object); pass the "
                                      "jsonl that lmms-eval --log_samples writes per task")
             docs.append(record["doc"])
             values.append(_metric_values(record))
+    except SampleLogError as exc:
+        raise InventoryError(str(exc)) from exc
     if not docs:
         raise InventoryError(f"{path}: no samples")
     doc_fields = list(dict.fromkeys(key for doc in itertools.islice(docs, DETECT_ROWS) for key in doc))

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pathbind.lmms_output import SAMPLE_LOGS, SampleLogError, find_sample_logs, read_sample_log
 from pathbind_analysis.curation.errors import CurationInputError
-
-LOG_PATTERN = "*_samples_*.jsonl"  # lmms-eval writes <output_path>/<model>/<date>_samples_<task>.jsonl
 
 
 @dataclass
@@ -40,13 +38,11 @@ def parse_model_argument(text: str) -> tuple[str, Path]:
 
 def log_files(path: Path) -> list[Path]:
     """The sample logs a path names: the file itself, or every ``*_samples_*.jsonl`` below a folder."""
-    if path.is_file():
-        return [path]
     if not path.exists():
         raise CurationInputError(f"{path}: no such file or folder; pass an lmms-eval --log_samples .jsonl file")
-    found = sorted(path.rglob(LOG_PATTERN))
+    found = find_sample_logs(path)
     if not found:
-        raise CurationInputError(f"{path}: no sample logs ({LOG_PATTERN}) below this folder; "
+        raise CurationInputError(f"{path}: no sample logs ({SAMPLE_LOGS}) below this folder; "
                                  "run lmms_eval with --log_samples")
     return found
 
@@ -73,28 +69,20 @@ def read_model_answers(name: str, paths: list[Path], *, condition: str = "text")
 
 def _read_file(file: Path, answers: ModelAnswers, seen_at: dict[str, str]) -> str:
     """Add the file's answers in the model's condition; return why it has none ("" when it has some)."""
-    try:
-        lines = file.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CurationInputError(f"{file}: cannot read ({exc})") from exc
     conditions: Counter[str] = Counter()
     unscored = ""  # the first line without a score record
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{file}:{number}"
-        try:
-            sample = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CurationInputError(f"{where}: not valid JSON ({exc.msg}); pass the {LOG_PATTERN} files "
-                                     "lmms-eval writes with --log_samples") from exc
-        record = _score_record(sample)
-        if record is None:
-            unscored = unscored or where
-            continue
-        conditions[str(record["condition"])] += 1
-        if record["condition"] == answers.condition:
-            _add(answers, record, sample, file, where, seen_at)
+    try:
+        for number, sample in read_sample_log(file):
+            where = f"{file}:{number}"
+            record = _score_record(sample)
+            if record is None:
+                unscored = unscored or where
+                continue
+            conditions[str(record["condition"])] += 1
+            if record["condition"] == answers.condition:
+                _add(answers, record, sample, file, where, seen_at)
+    except SampleLogError as exc:
+        raise CurationInputError(str(exc)) from exc
     if not conditions:
         return ("holds no PathBind score records (a metric value with 'id', 'condition' and 'correct'); "
                 "pass sample logs of PathBind tasks")

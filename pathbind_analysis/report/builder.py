@@ -6,9 +6,10 @@ from pathlib import Path
 
 from pathbind_analysis.report.accounting import accounting_section
 from pathbind_analysis.report.document import Section, Table, write_html, write_markdown
-from pathbind_analysis.report.faithfulness import faithfulness_section, leakage_section
+from pathbind_analysis.report.faithfulness import faithfulness_section
 from pathbind_analysis.report.fmt import cells
 from pathbind_analysis.report.grounding import grounding_section
+from pathbind_analysis.report.leakage import leakage_section
 from pathbind_analysis.report.overlays import overlay_section
 from pathbind_analysis.report.pairs_plot import pairs_section, resolve_pairs
 from pathbind_analysis.report.pathview import pathview_section

@@ -11,13 +11,13 @@ from typing import Any
 
 import numpy as np
 
+from pathbind.lmms_output import task_samples
 from pathbind.requests import AttentionResponse
 from pathbind_analysis.report.document import Figure, Note, Section
 from pathbind_analysis.report.figures import new_figure, save
 from pathbind_analysis.report.grounding import grounding_tasks
 from pathbind_analysis.report.runs import Run
 from pathbind_analysis.report.task_docs import load_task_docs
-from pathbind_analysis.run_logs import samples
 from pathbind_metrics.grounding import heat_map, view_pixels
 from pathbind_metrics.grounding_aggregations import Q_DEFAULT
 from pathbind_tasks.common.images import rgb_image
@@ -60,7 +60,7 @@ def _task_overlays(runs: list[Run], task: str, out: Path, n_items: int) -> list[
     notes: list[Figure | Note] = []
     for run in (r for r in runs if task in r.results):
         try:
-            logged[run.name] = _item_maps(samples(run.path, task))
+            logged[run.name] = _item_maps(task_samples(run.path, task))
         except ValueError as exc:
             notes.append(Note(f"{run.name}: no overlays for {task}: {exc}"))
     if not logged:

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pathbind.summary import ResultsError, find_results, load_results
+from pathbind.lmms_output import ResultsError, by_date, find_results, load_results
 
 BASELINE_MODEL = "pathbind_baseline"  # runs of this model are shown as baseline rows, not competitors
 
@@ -42,7 +42,7 @@ def load_runs(paths: list[Path]) -> list[Run]:
 def _load_run(path: Path) -> Run:
     if not path.is_dir():
         raise ReportError(f"{path}: no such folder (give lmms-eval --output_path folders)")
-    files = sorted(find_results([path]), key=lambda file: file.name)  # lmms-eval names them by date
+    files = by_date(find_results([path]))
     if not files:
         raise ReportError(f"{path}: no lmms-eval *_results.json below it (lmms-eval exits 0 even when a run "
                           "fails: check its log)")
@@ -58,9 +58,7 @@ def _load_run(path: Path) -> Run:
             continue
         config = loaded.config or config
         groups |= loaded.groups
-        for task, metrics in loaded.results.items():
-            results[task] = {key.split(",")[0]: value for key, value in metrics.items()
-                             if "," in key and "_stderr" not in key}
+        results |= {task: loaded.metrics(task) for task in loaded.results}
     if not results:
         raise ReportError(f"{path}: no usable lmms-eval results file below it: {'; '.join(skipped)}")
     model = str(config.get("model") or path.name)

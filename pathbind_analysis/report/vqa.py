@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pathbind.lmms_output import task_samples
 from pathbind_analysis.report.document import BEST_TEXT, Cell, Note, Section, Table
 from pathbind_analysis.report.fmt import MISSING, best_marks, cells, number, with_change
 from pathbind_analysis.report.runs import Run
-from pathbind_analysis.run_logs import samples
 
 AVERAGE = "Avg."
 YES_NO = {"yes", "no"}
@@ -89,7 +89,7 @@ def _image_records(runs: list[Run], task: str) -> list[dict[str, Any]]:
     """The scored image-condition records of the first run that logged samples of ``task``."""
     for run in runs:
         try:
-            logged = samples(run.path, task)
+            logged = task_samples(run.path, task)
         except ValueError:
             continue
         return [s["acc_image"] for s in logged if isinstance(s.get("acc_image"), dict)

@@ -1,11 +1,12 @@
 """PathView answers of the controls: the positive control measures, the blind control answers unseen.
 
-A PathView prompt offers the explicit refusal form (``<answer>insufficient evidence</answer>``). The positive
-control recognises the demo's question families by their wording, measures the image (:mod:`pathview_vision`)
-and answers in the prompt's format; when its measurement cannot settle the question (an organ asked of
-isolated cells, cells counted on a low-power overview, a question it does not know) it takes the refusal form.
-The blind control never refuses: it answers every PathView prompt in its format without looking. Both read
-and write boxes in the frame the prompt asks for (:func:`pathbind.box_frames.frame_asked`).
+A PathView prompt offers the explicit refusal form (:data:`pathbind_metrics.refusal.REFUSAL_FORM` in an
+``<answer>`` tag). The positive control recognises the demo's question families by their wording, measures the
+image (:mod:`pathview_vision`) and answers in the prompt's format; when its measurement cannot settle the
+question (an organ asked of isolated cells, cells counted on a low-power overview, a question it does not know)
+it takes the refusal form. The blind control never refuses: it answers every PathView prompt in its format
+without looking. Both read and write boxes in the frame the prompt asks for
+(:func:`pathbind.box_frames.frame_asked`).
 """
 
 from __future__ import annotations

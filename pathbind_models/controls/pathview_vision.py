@@ -10,6 +10,7 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
+from pathbind_metrics.stains import STAIN_MATRIX
 from pathbind_models.controls import vision
 
 RESOLVED = 0.7  # mean H + DAB of a resolved nucleus; nuclei blurred into low-power haze stay near 0.5
@@ -53,7 +54,7 @@ def cells(image: Image.Image | np.ndarray) -> Cells:
                        nuc["elongation"] >= vision.SPINDLE, nuc["area"] < vision.SMALL_AREA],
                       ["neoplastic cell", "fibroblast", "lymphocyte"], "")
     resolved = nuc["stain"] >= RESOLVED
-    white = conc @ vision.STAIN_MATRIX.sum(axis=1) < vision.WHITE_OD
+    white = conc @ STAIN_MATRIX.sum(axis=1) < vision.WHITE_OD
     return Cells(kinds[resolved], boxes[resolved], (boxes[resolved, :2] + boxes[resolved, 2:]) / 2,
                  float(white.mean()), int(white.size))
 
@@ -164,5 +165,5 @@ class Slide:
 def slide(image: Image.Image | np.ndarray) -> Slide:
     """The overview's tissue (anything not white) and stain maps."""
     conc = vision.deconvolve(image)
-    tissue = conc @ vision.STAIN_MATRIX.sum(axis=1) >= vision.WHITE_OD
+    tissue = conc @ STAIN_MATRIX.sum(axis=1) >= vision.WHITE_OD
     return Slide(tissue, conc[..., 0], conc[..., 1])

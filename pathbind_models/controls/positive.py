@@ -11,7 +11,7 @@ import numpy as np
 from PIL import Image
 
 from pathbind_models.adapter import EntityAttention
-from pathbind_models.controls import pathview, vision
+from pathbind_models.controls import pathview, questions, vision
 from pathbind_models.controls.blind import BlindControl
 from pathbind_models.controls.prompt import Prompt, read_prompt
 
@@ -24,9 +24,9 @@ PRESENT_MASS = {"white": 0.05, "dab": 0.01, "count": 0.0005, "atypia": 0.02}
 
 
 class PositiveControl:
-    """Colour deconvolution and nuclei segmentation (``vision``) answer the question; its
-    findings are its reasoning and its evidence map is its attention. Without an image it can
-    only guess, exactly like the blind control."""
+    """Colour deconvolution and nuclei segmentation (``vision``) measure the image and ``questions`` reads the
+    answer from the findings; its findings are its reasoning and its evidence map is its attention. Without an
+    image it can only guess, exactly like the blind control."""
 
     def __init__(self) -> None:
         self._blind = BlindControl()
@@ -71,10 +71,10 @@ class PositiveControl:
     def _answer(prompt: Prompt, image: Image.Image) -> str | None:
         """The option letter, or Yes/No, read from the image; None for a question it does not know."""
         if prompt.options:
-            index = vision.answer_choice(prompt.question, list(prompt.options), image)
+            index = questions.answer_choice(prompt.question, list(prompt.options), image)
             return None if index is None else chr(ord("A") + index)
         if prompt.yes_no:
-            verdict = vision.answer_yes_no(prompt.question, image)
+            verdict = questions.answer_yes_no(prompt.question, image)
             return None if verdict is None else ("Yes" if verdict else "No")
         return None
 

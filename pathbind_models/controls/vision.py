@@ -9,10 +9,7 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
-# Ruifrok & Johnston (2001) optical-density vectors, rows H, E, DAB; OD = C @ STAIN_MATRIX.
-STAIN_MATRIX = np.array([[0.65, 0.70, 0.29], [0.07, 0.99, 0.11], [0.27, 0.57, 0.78]])
-STAIN_MATRIX /= np.linalg.norm(STAIN_MATRIX, axis=1, keepdims=True)
-UNMIX = np.linalg.inv(STAIN_MATRIX)
+from pathbind_metrics.stains import STAIN_MATRIX, rgb_to_concentrations
 
 GRID = 16  # evidence map is GRID x GRID patches
 NUCLEAR_STAIN = 0.5  # H + DAB concentration above which a pixel is nuclear
@@ -55,6 +52,17 @@ class Findings:
     def has_nuclei(self) -> bool:
         return self.has_tissue and self.nuclei_count >= MIN_NUCLEI
 
+    @property
+    def lesion_quadrant(self) -> str | None:
+        """Quadrant of the lesion centre; None without a lesion or when it straddles a midline."""
+        if self.lesion_box is None:
+            return None
+        x = (self.lesion_box[0] + self.lesion_box[2]) / 2 / self.width
+        y = (self.lesion_box[1] + self.lesion_box[3]) / 2 / self.height
+        if min(abs(x - 0.5), abs(y - 0.5)) < 0.05:
+            return None
+        return f"{'upper' if y < 0.5 else 'lower'} {'left' if x < 0.5 else 'right'}"
+
 
 def _rgb(image: Image.Image | np.ndarray) -> np.ndarray:
     """Any PIL mode (RGBA is composited on white) or array as float RGB in [0, 255]."""
@@ -66,14 +74,9 @@ def _rgb(image: Image.Image | np.ndarray) -> np.ndarray:
     return np.asarray(image.convert("RGB"), dtype=float)
 
 
-def optical_density(rgb: np.ndarray) -> np.ndarray:
-    """Beer-Lambert optical density -ln(I / 255), with I >= 1 so black stays finite."""
-    return -np.log(np.maximum(np.asarray(rgb, dtype=float), 1.0) / 255.0)
-
-
 def deconvolve(image: Image.Image | np.ndarray) -> np.ndarray:
     """Colour deconvolution: (H, W, 3) concentrations of hematoxylin, eosin and DAB."""
-    return optical_density(_rgb(image)) @ UNMIX
+    return rgb_to_concentrations(_rgb(image))
 
 
 def _pool(values: np.ndarray) -> np.ndarray:
@@ -206,153 +209,12 @@ def describe(image: Image.Image | np.ndarray) -> str:
     lesion = "no cluster of atypical nuclei"
     if f.lesion_box is not None:
         box = ", ".join(f"{v:.0f}" for v in f.lesion_box)
-        lesion = f"a cluster of atypical nuclei in the {_quadrant(f) or 'centre'} (box {box})"
+        lesion = f"a cluster of atypical nuclei in the {f.lesion_quadrant or 'centre'} (box {box})"
     return (f"The image shows {f.nuclei_count} nuclei (mean area {f.mean_nuclear_area:.0f} px^2, axis ratio "
             f"{f.mean_elongation:.1f}, {f.atypical_count} enlarged and hyperchromatic), "
             f"{100 * f.dab_fraction:.0f}% DAB-positive, {100 * f.white_fraction:.0f}% white space and {lesion}.")
 
 
-# ---------------------------------------------------------------- reading the findings
-
-
-def _tissue(f: Findings) -> str | None:
-    if f.has_tissue and f.white_fraction >= FATTY:
-        return "adipose"
-    if not f.has_nuclei:
-        return None
-    if f.nuclei_count >= DENSE and f.mean_nuclear_area < SMALL_AREA:
-        return "lymphoid"
-    if f.mean_elongation >= SPINDLE:
-        return "fibrous"
-    if SMALL_AREA <= f.mean_nuclear_area < LARGE_AREA and f.atypical_count == 0:
-        return "epithelial"
-    return None
-
-
-def _nuclear_morphology(f: Findings) -> str | None:
-    if not f.has_nuclei:
-        return None
-    if f.mean_elongation >= SPINDLE:
-        return "spindle"
-    if f.mean_nuclear_area < SMALL_AREA:
-        return "small"
-    if f.mean_nuclear_area < LARGE_AREA:
-        return "medium"
-    return "large" if f.mean_nuclear_stain >= HYPERCHROMATIC else None
-
-
-def _diagnosis(f: Findings) -> str | None:
-    if f.has_tissue and f.white_fraction >= FATTY:
-        return "fatty"
-    if not f.has_nuclei:
-        return None
-    if f.atypical_count >= MIN_NUCLEI:
-        return "neoplasm"
-    if f.atypical_count == 0 and f.nuclei_count >= DENSE and f.mean_nuclear_area < SMALL_AREA:
-        return "inflammation"
-    if f.atypical_count == 0 and f.nuclei_count < DENSE:
-        return "normal"
-    return None
-
-
-def _quadrant(f: Findings) -> str | None:
-    """Quadrant of the lesion centre; None without a lesion or when it straddles a midline."""
-    if f.lesion_box is None:
-        return None
-    x = (f.lesion_box[0] + f.lesion_box[2]) / 2 / f.width
-    y = (f.lesion_box[1] + f.lesion_box[3]) / 2 / f.height
-    if min(abs(x - 0.5), abs(y - 0.5)) < 0.05:
-        return None
-    return f"{'upper' if y < 0.5 else 'lower'} {'left' if x < 0.5 else 'right'}"
-
-
-# Keywords that identify an option with a finding; each finding must match exactly one option.
-_KEYWORDS = {
-    "adipose": ("adipose", "fat"), "lymphoid": ("lymph",), "fibrous": ("fibrous", "fibro"), "epithelial": ("epitheli",),
-    "small": ("small",), "spindle": ("spindle", "elongated"), "medium": ("medium",),
-    "large": ("large", "pleomorph", "hyperchromat"),
-    "fatty": ("fat", "lipom", "adipose"), "inflammation": ("inflamm",), "normal": ("normal",),
-    "neoplasm": ("neoplas", "malignan", "tumour", "tumor", "carcinoma", "cancer"),
-}
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-
-
-def _match_keywords(options: list[str], finding: str | None) -> int | None:
-    if finding is None:
-        return None
-    hits = [i for i, option in enumerate(options) if any(k in option.lower() for k in _KEYWORDS[finding])]
-    return hits[0] if len(hits) == 1 else None
-
-
-def _match_quadrant(options: list[str], quadrant: str | None) -> int | None:
-    if quadrant is None:
-        return None
-    vertical, horizontal = quadrant.split()
-    synonyms = {"upper": ("upper", "top"), "lower": ("lower", "bottom"), "left": ("left",), "right": ("right",)}
-    hits = [i for i, option in enumerate(options)
-            if any(w in option.lower() for w in synonyms[vertical])
-            and any(w in option.lower() for w in synonyms[horizontal])]
-    return hits[0] if len(hits) == 1 else None
-
-
-def _interval(option: str) -> tuple[float, float] | None:
-    """The numeric range an option states ("under 5%", "30 to 90 nuclei", "more than 180"); % becomes a fraction."""
-    text = option.lower()
-    numbers = [float(n) / (100 if "%" in text else 1) for n in _NUMBER.findall(text)]
-    if len(numbers) == 2:
-        return min(numbers), max(numbers)
-    if len(numbers) == 1 and re.search(r"under|less|fewer|below|<|up to", text):
-        return -np.inf, numbers[0]
-    if len(numbers) == 1 and re.search(r"over|more|above|greater|>|at least", text):
-        return numbers[0], np.inf
-    return None
-
-
-def _match_number(options: list[str], value: float | None) -> int | None:
-    if value is None:
-        return None
-    ranges = [_interval(option) for option in options]
-    hits = [i for i, r in enumerate(ranges) if r is not None and r[0] <= value < r[1]]
-    return hits[0] if len(hits) == 1 else None
-
-
-def answer_choice(question: str, options: list[str], image: Image.Image | np.ndarray) -> int | None:
-    """Index of the option the pixels support for a recognised question family, else None (never a guess)."""
-    q = question.lower()
-    f = analyze(image)
-    if "quadrant" in q:
-        return _match_quadrant(options, _quadrant(f))
-    if re.search(r"dab|brown", q) and re.search(r"proportion|fraction|percent|share", q):
-        return _match_number(options, f.dab_fraction if f.nuclei_count >= 2 * MIN_NUCLEI else None)
-    if "diagnos" in q:
-        return _match_keywords(options, _diagnosis(f))
-    if "cellular" in q or "how many nuclei" in q:
-        return _match_number(options, float(f.nuclei_count) if f.has_nuclei else None)
-    if "tissue" in q:
-        return _match_keywords(options, _tissue(f))
-    if "nucle" in q:
-        return _match_keywords(options, _nuclear_morphology(f))
-    return None
-
-
-def answer_yes_no(question: str, image: Image.Image | np.ndarray) -> bool | None:
-    """Yes/no for a recognised question family, else None; also None when the image cannot settle it."""
-    q = question.lower()
-    f = analyze(image)
-    if re.search(r"dab|brown|positiv", q):
-        if f.nuclei_count < 2 * MIN_NUCLEI:
-            return None
-        if f.dab_positive_count >= 2 and f.dab_fraction >= 0.05:
-            return True
-        return False if f.dab_positive_count == 0 else None
-    if re.search(r"atypi|cluster|lesion|tumou?r|neoplas", q):
-        if f.atypical_count >= 3:
-            return True
-        return False if f.has_nuclei and f.atypical_count == 0 else None
-    return None
-
-
 __all__ = [
-    "STAIN_MATRIX", "Findings", "analyze", "answer_choice", "answer_yes_no", "deconvolve", "describe",
-    "evidence_kind", "evidence_map", "evidence_mass", "optical_density",
+    "Findings", "analyze", "deconvolve", "describe", "evidence_kind", "evidence_map", "evidence_mass",
 ]

@@ -13,8 +13,10 @@ from PIL import Image
 
 from pathbind_models.adapter import EntityAttention, layer_indices
 from pathbind_models.hf import frames, loading, probe
-from pathbind_models.hf.families import Family, family_of, stitch
+from pathbind_models.hf.families import family_of
+from pathbind_models.hf.families.base import ModelFamily
 from pathbind_models.hf.geometry import view_box
+from pathbind_models.hf.views import stitch, view_maps
 
 _DECODER_ATTENTION = re.compile(r"(?:language_model|text_model)\.(?:model\.)?layers\.(\d+)\.self_attn$")
 # Greedy search, whatever the checkpoint's generation_config.json asks: its sampling settings are all unset.
@@ -44,7 +46,7 @@ class HFAdapter:
         if dtype != "auto" and not isinstance(getattr(torch, dtype, None), torch.dtype):
             raise ValueError(f"dtype {dtype!r} is not a torch dtype (float32, bfloat16, float16) or 'auto'")
         self.pretrained = pretrained
-        self.family: Family = family_of(AutoConfig.from_pretrained(pretrained), pretrained)
+        self.family: ModelFamily = family_of(AutoConfig.from_pretrained(pretrained), pretrained)
         self.processor_options = {key: loading.parse_value(value) for key, value in processor_options.items()}
         self.processor = loading.load_processor(pretrained, self.processor_options)
         self.device_map = loading.parse_value(device_map)  # None: the whole model on one device
@@ -172,8 +174,8 @@ class HFAdapter:
         rows = {i: record.rows_by_layer[i][0][:, image_positions].cpu().double().numpy() for i in chosen}
         views = self.family.layout(self.config, self.processor, inputs, image_positions, image.size)
         mean_rows = np.mean([rows[i] for i in chosen], axis=0).max(axis=0)  # layer mean, then max over tokens
-        attention_map, global_map = stitch(_view_maps(mean_rows, views), views)
-        per_layer = {i: np.stack([stitch(_view_maps(token, views), views)[0] for token in rows[i]]) for i in chosen}
+        attention_map, global_map = stitch(view_maps(mean_rows, views), views)
+        per_layer = {i: np.stack([stitch(view_maps(token, views), views)[0] for token in rows[i]]) for i in chosen}
         return EntityAttention(
             map=attention_map, layers=chosen, token_positions=entity_positions,
             image_token_positions=image_positions.tolist(), grid_shape=attention_map.shape, inputs=dict(inputs),
@@ -221,11 +223,6 @@ class HFAdapter:
         inputs = self.processor(text=prompts, images=image_arg, return_tensors="pt", padding=True,
                                 padding_side=padding_side)
         return {k: v.to(self.input_device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
-
-
-def _view_maps(maps: np.ndarray, views: list[Any]) -> list[np.ndarray]:
-    """Split a flat row over the image tokens into each view's grid."""
-    return [maps[v.start:v.start + v.grid[0] * v.grid[1]].reshape(v.grid) for v in views]
 
 
 _SEQUENCE_KEYS = ("input_ids", "attention_mask", "token_type_ids", "mm_token_type_ids")

@@ -1,6 +1,6 @@
 """Boxes a family writes in its native frame, rewritten into the frame the prompt asks for (:mod:`pathbind.box_frames`).
 
-A family's native frame is ``Family.native_box_frame``: ``"per_mille"`` (Qwen2-VL, Qwen3-VL, InternVL: 0–1000 of
+A family's native frame is ``ModelFamily.native_box_frame``: ``"per_mille"`` (Qwen2-VL, Qwen3-VL, InternVL: 0–1000 of
 the whole image), ``"input_pixel"`` (Qwen2.5-VL: absolute pixels of the image as its processor resized it), or
 None (no documented frame: the model is taken to follow the prompt, and its answer is left as it is).
 """

@@ -22,6 +22,8 @@ from pathbind_tasks.common.images import image_problem, max_pixels
 WITH_AND_WITHOUT_IMAGE = ("image", "text")
 IMAGE_ONLY = ("image",)
 ABLATIONS = ("image", *ABLATION_CONDITIONS)
+# What a task variant runs, by name: the full set, the quick image-only pass, the image ablations.
+CONDITION_SETS = {"full": WITH_AND_WITHOUT_IMAGE, "image_only": IMAGE_ONLY, "ablation": ABLATIONS}
 SWAP_SEED = 20260101  # fixed: every model, run and process count sees the same replacement images
 
 Converter = Callable[[datasets.Dataset], datasets.Dataset]
@@ -145,9 +147,3 @@ def visual_for(doc: dict, image: Image.Image) -> list[Image.Image]:
     if condition.startswith("blur_"):
         return [image.filter(ImageFilter.GaussianBlur(radius=float(condition.removeprefix("blur_"))))]
     return [image]
-
-
-# Ready-made process_docs for data already in the task schema (as the demo and PATHBIND_DATA copies are).
-with_and_without_image = with_conditions(WITH_AND_WITHOUT_IMAGE)
-image_only = with_conditions(IMAGE_ONLY)
-ablations = with_conditions(ABLATIONS)

@@ -1,17 +1,23 @@
-"""Visual question answering: prompt rendering and scoring shared by every VQA-type task."""
+"""Visual question answering: documents, prompt rendering, scoring and aggregations shared by every VQA task.
+
+A document's ``answer_format`` (``mcq`` or ``yesno``) picks its template and its answer parser together; its
+``condition_set`` (see ``CONDITION_SETS``) picks the metrics its record is emitted under, so one metric_list
+serves every variant. ``process_docs`` sets both.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+import datasets
 from loguru import logger
 from PIL import Image
 
 from pathbind import render_template
 from pathbind_metrics import choice_letters, parse_choice, parse_yes_no
-from pathbind_metrics.aggregations import ABLATION_METRICS, BASE_METRICS
-from pathbind_tasks.common.conditions import visual_for
+from pathbind_metrics.aggregations import ABLATION_METRICS, BASE_METRICS, named_aggregations
+from pathbind_tasks.common.conditions import CONDITION_SETS, Converter, visual_for, with_conditions
 from pathbind_tasks.common.failures import no_answer_reason, scoring_failure
 from pathbind_tasks.common.harness import task_name
 from pathbind_tasks.common.images import rgb_image
@@ -19,6 +25,35 @@ from pathbind_tasks.common.messages import UserTurn
 from pathbind_tasks.common.raw import letter_answer
 
 MAX_OPTIONS = 26  # one letter A-Z each
+IMAGE_ONLY_METRICS = ("acc_image", "invalid_rate", "by_dimension", "ci95", "accounting")  # no text pass: no gain
+METRICS = {"full": BASE_METRICS, "image_only": IMAGE_ONLY_METRICS, "ablation": ABLATION_METRICS}
+ADDED = ("answer_format", "condition_set")  # columns process_docs computes
+
+
+def answer_format(fields: Iterable[str]) -> str:
+    """``mcq`` for a schema with ``options`` (the MCQ converters'), else ``yesno``: the template and the parser."""
+    return "mcq" if "options" in fields else "yesno"
+
+
+def vqa_docs(condition_set: str, convert: Converter | None = None) -> Converter:
+    """A ``process_docs``: ``convert`` the raw rows to the task schema (none for data already in it), record each
+    document's answer format and condition set, then one document per condition of the set."""
+    if condition_set not in CONDITION_SETS:
+        raise ValueError(f"unknown condition set {condition_set!r}; known: {', '.join(CONDITION_SETS)}")
+
+    def tagged(dataset: datasets.Dataset) -> datasets.Dataset:
+        docs = convert(dataset) if convert else dataset
+        docs = docs.remove_columns([name for name in ADDED if name in docs.column_names])
+        return (docs.add_column("answer_format", [answer_format(docs.column_names)] * len(docs))
+                .add_column("condition_set", [condition_set] * len(docs)))
+
+    return with_conditions(CONDITION_SETS[condition_set], tagged)
+
+
+def condition_sets(convert: Converter | None = None) -> tuple[Converter, Converter, Converter]:
+    """The ``process_docs`` of the full, image-only and ablation variants of one data source."""
+    full, image_only, ablation = (vqa_docs(name, convert) for name in ("full", "image_only", "ablation"))
+    return full, image_only, ablation
 
 
 def doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
@@ -29,7 +64,8 @@ def doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
 
 
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
-    """Render the task's template (``template`` in lmms_eval_specific_kwargs, ``thinking`` toggles <think>).
+    """Render the template of the document's answer format (``thinking`` in lmms_eval_specific_kwargs toggles
+    <think>).
 
     Total, as lmms-eval builds every prompt before any answer: options that cannot be lettered are not shown
     (the item is scored invalid). The question keeps its line breaks (case vignettes have paragraphs); each
@@ -41,7 +77,13 @@ def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] |
     if doc.get("options") is not None:
         options = [] if options_problem(doc["options"]) else one_line_options(doc["options"])
         variables["choices"] = list(zip(choice_letters(len(options)), options, strict=True))
-    return render_template(kwargs.get("template", "mcq"), **variables)
+    return render_template(format_of(doc), **variables)
+
+
+def format_of(doc: dict[str, Any]) -> str:
+    """The document's ``answer_format``; one that did not come through ``vqa_docs`` (a third party's task) has
+    the format of its fields."""
+    return str(doc.get("answer_format") or answer_format(doc))
 
 
 def one_line_options(options: list[Any]) -> list[str]:
@@ -85,45 +127,53 @@ def _judge_yes_no(doc: dict[str, Any], text: str) -> tuple[str | None, str]:
     return parse_yes_no(text), reference
 
 
-Judge = Callable[[dict[str, Any], str], tuple[str | None, str]]
+JUDGES: dict[str, Callable[[dict[str, Any], str], tuple[str | None, str]]] = {
+    "mcq": _judge_choice, "yesno": _judge_yes_no}
 
 
-def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], list[str]], dict[str, Any]]:
-    """A ``process_results`` that scores one answer into a record emitted under each of ``metrics``.
+def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
+    """Score one answer, by the parser of the document's answer format, into a record emitted under each metric
+    of its condition set (``full`` for a document that did not come through ``vqa_docs``).
 
     Total by design: lmms-eval retries a raising process_results, so an unparseable answer, a backend's
     failure marker or a malformed document becomes an invalid record (wrong, with a reason), never an exception.
     """
-
-    def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
-        record: dict[str, Any] = {"task": task_name(),  # aggregations get only records: warnings name it
-                                  "id": str(doc.get("id")),
-                                  "condition": doc.get("condition", "image"),
-                                  "dimension": doc.get("dimension"), "source": doc.get("source"),
-                                  "image_from": doc.get("image_from"), "accounting": doc.get("accounting")}
-        try:
-            if doc.get("doc_error"):
-                raise ValueError(doc["doc_error"])
-            if doc.get("image_error") and record["condition"] != "text":
-                raise ValueError(doc["image_error"])
-            text = results[0] if results else ""
-            parsed, reference = judge(doc, text)
-            if not str(doc.get("question") or "").strip():
-                raise ValueError("field 'question': empty")
-            failure = no_answer_reason(text)
-            parsed = None if failure else parsed
-            record.update(reference=reference, parsed=parsed, valid=parsed is not None, correct=parsed == reference,
-                          reason=failure or ("" if parsed is not None else "unparseable answer"))
-        except Exception as exc:  # a malformed document is scored invalid, never fatal
-            reason = scoring_failure(exc)
-            logger.warning(f"doc {record['id']}: cannot score ({reason})")
-            record.update(reference=None, parsed=None, valid=False, correct=False, reason=reason)
-        return dict.fromkeys(metrics, record)
-
-    return process_results
+    record: dict[str, Any] = {"task": task_name(),  # aggregations get only records: warnings name it
+                              "id": str(doc.get("id")),
+                              "condition": doc.get("condition", "image"),
+                              "dimension": doc.get("dimension"), "source": doc.get("source"),
+                              "image_from": doc.get("image_from"), "accounting": doc.get("accounting")}
+    try:
+        if doc.get("doc_error"):
+            raise ValueError(doc["doc_error"])
+        if doc.get("image_error") and record["condition"] != "text":
+            raise ValueError(doc["image_error"])
+        text = results[0] if results else ""
+        if format_of(doc) not in JUDGES:
+            raise ValueError(f"field 'answer_format': {format_of(doc)!r} is not one of {', '.join(JUDGES)}")
+        parsed, reference = JUDGES[format_of(doc)](doc, text)
+        if not str(doc.get("question") or "").strip():
+            raise ValueError("field 'question': empty")
+        failure = no_answer_reason(text)
+        parsed = None if failure else parsed
+        record.update(reference=reference, parsed=parsed, valid=parsed is not None, correct=parsed == reference,
+                      reason=failure or ("" if parsed is not None else "unparseable answer"))
+    except Exception as exc:  # a malformed document is scored invalid, never fatal
+        reason = scoring_failure(exc)
+        logger.warning(f"doc {record['id']}: cannot score ({reason})")
+        record.update(reference=None, parsed=None, valid=False, correct=False, reason=reason)
+    return dict.fromkeys(METRICS[str(doc.get("condition_set") or "full")], record)
 
 
-process_mcq_results = scorer(_judge_choice, BASE_METRICS)
-process_yes_no_results = scorer(_judge_yes_no, BASE_METRICS)
-process_mcq_ablation_results = scorer(_judge_choice, ABLATION_METRICS)
-process_yes_no_ablation_results = scorer(_judge_yes_no, ABLATION_METRICS)
+# Ready-made process_docs for data already in the task schema (as the demo and PATHBIND_DATA copies are).
+full, image_only, ablation = condition_sets()
+
+# The aggregations the VQA metric_list names, by the same names (first-party YAMLs do not go through plugins).
+_AGGREGATIONS = named_aggregations()
+acc_image, acc_text, mg, invalid_rate, by_dimension, ci95 = (
+    _AGGREGATIONS[name] for name in ("acc_image", "acc_text", "mg", "invalid_rate", "by_dimension", "ci95"))
+acc_blank, drop_blank, acc_swap_same, drop_swap_same, acc_swap_cross, drop_swap_cross = (
+    _AGGREGATIONS[f"{kind}_{condition}"] for condition in ("blank", "swap_same", "swap_cross")
+    for kind in ("acc", "drop"))
+acc_blur_2, drop_blur_2, acc_blur_4, drop_blur_4, acc_blur_8, drop_blur_8, acc_blur_16, drop_blur_16 = (
+    _AGGREGATIONS[f"{kind}_blur_{sigma}"] for sigma in (2, 4, 8, 16) for kind in ("acc", "drop"))

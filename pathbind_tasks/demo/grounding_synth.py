@@ -1,6 +1,6 @@
 """Synthetic grounding items: four tissue patterns, one per quadrant, each with an exact box and expressions.
 
-Every image is a mosaic of four 128-pixel tiles drawn by ``synth.render_tile``: fat, DAB-positive nuclei, a
+Every image is a mosaic of four 128-pixel tiles drawn by ``tissue.render_tile``: fat, DAB-positive nuclei, a
 dense lymphocytic infiltrate and atypical carcinoma nuclei, in an order drawn per item. The item's expression
 names one of them and its quadrant, and the box is that quadrant. A model that localises what it is asked
 about reaches a high attention IoU; different expressions about one image point at different quadrants.
@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from pathbind_tasks.demo.synth import QUADRANTS, TileSpec, render_tile
+from pathbind_tasks.demo.tissue import QUADRANTS, TileSpec, render_tile
 
 TILE = 128
 PATTERNS = {  # pattern -> (tile, nuclei per 256² tile, DAB-positive fraction, expressions)

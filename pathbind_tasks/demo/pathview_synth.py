@@ -1,9 +1,9 @@
 """Synthetic PathView-Bench items in the release format: region tiles and slide overviews with exact truth.
 
-Region tiles come from :func:`synth.render_tile` (nuclei with exact footprints, counts, lesion clusters);
+Region tiles come from :func:`tissue.render_tile` (nuclei with exact footprints, counts, lesion clusters);
 slide overviews are low-magnification fragments with painted lesions whose masks give exact boxes, areas
-and quadrants; the traps are :func:`synth.render_isolated_cells` (organ not determinable) and
-:func:`synth.render_overview` (nuclei not resolvable). Every class is balanced within a task.
+and quadrants; the traps are :func:`tissue.render_isolated_cells` (organ not determinable) and
+:func:`tissue.render_overview` (nuclei not resolvable). Every class is balanced within a task.
 """
 
 from __future__ import annotations
@@ -17,19 +17,13 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
-from pathbind_tasks.demo.synth import (
-    _CARCINOMA,
-    _FAT,
-    _FIBROBLASTS,
-    _LYMPHOCYTES,
+from pathbind_metrics.stains import concentrations_to_rgb
+from pathbind_tasks.demo.synth import _CARCINOMA, _FAT, _FIBROBLASTS, _LYMPHOCYTES, Draw, _balanced, _jpeg
+from pathbind_tasks.demo.tissue import (
     QUADRANTS,
-    Draw,
     _adipose,
-    _balanced,
-    _jpeg,
     _place,
     _smooth_noise,
-    concentrations_to_rgb,
     render_isolated_cells,
     render_overview,
     render_tile,

@@ -18,7 +18,6 @@ import datasets
 from PIL import Image
 
 from pathbind_tasks.common.accounting import drop
-from pathbind_tasks.common.conditions import IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     id_list,
@@ -30,6 +29,7 @@ from pathbind_tasks.common.raw import (
     rows_to_docs,
     unique_ids,
 )
+from pathbind_tasks.common.vqa import condition_sets
 
 DATASET = "MedXpertQA-MM"
 DATA_NAME = "medxpert_path"  # $PATHBIND_DATA/medxpert_path/ holds test.jsonl and images/
@@ -108,5 +108,4 @@ def montage(images: Sequence[Image.Image], *, height: int = 768, gap: int = 16) 
     return buffer.getvalue()
 
 
-process_docs = with_conditions(WITH_AND_WITHOUT_IMAGE, convert)
-process_docs_image = with_conditions(IMAGE_ONLY, convert)
+full, image_only, ablation = condition_sets(convert)

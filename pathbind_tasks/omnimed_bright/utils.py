@@ -15,7 +15,6 @@ from typing import Any
 import datasets
 
 from pathbind_tasks.common.accounting import drop
-from pathbind_tasks.common.conditions import IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     id_list,
@@ -27,6 +26,7 @@ from pathbind_tasks.common.raw import (
     text_answer,
     unique_ids,
 )
+from pathbind_tasks.common.vqa import condition_sets
 
 DATASET = "OmniMedVQA"
 DATA_NAME = "omnimed_bright"  # $PATHBIND_DATA/omnimed_bright/ holds test.json and the Images/ tree
@@ -70,5 +70,4 @@ def _row(doc_id: str, row: dict[str, Any], root: Path) -> dict[str, Any]:
             "source": f"{DATASET}/{row['dataset']}" if row.get("dataset") else DATASET, "letter": letter}
 
 
-process_docs = with_conditions(WITH_AND_WITHOUT_IMAGE, convert)
-process_docs_image = with_conditions(IMAGE_ONLY, convert)
+full, image_only, ablation = condition_sets(convert)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import datasets
 
 from pathbind_tasks.common.accounting import drop
-from pathbind_tasks.common.conditions import IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
 from pathbind_tasks.common.raw import YES_NO_FEATURES, embedded_docs, require, yes_no
+from pathbind_tasks.common.vqa import condition_sets
 
 DATASET = "Path-VQA"
 COLUMNS = ("image", "question", "answer")
@@ -26,5 +26,4 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     return embedded_docs(dataset, keep, columns, YES_NO_FEATURES)
 
 
-process_docs = with_conditions(WITH_AND_WITHOUT_IMAGE, convert)
-process_docs_image = with_conditions(IMAGE_ONLY, convert)
+full, image_only, ablation = condition_sets(convert)

@@ -11,7 +11,6 @@ from typing import Any
 
 import datasets
 
-from pathbind_tasks.common.conditions import ABLATIONS, IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     embedded_docs,
@@ -24,7 +23,7 @@ from pathbind_tasks.common.raw import (
     rows_to_docs,
     unique_ids,
 )
-from pathbind_tasks.common.vqa import options_problem
+from pathbind_tasks.common.vqa import condition_sets, options_problem
 
 COLUMNS = ("id", "image", "question", "options", "answer", "dimension", "source")
 
@@ -73,9 +72,5 @@ def _option_texts(options: Any) -> list[str]:
 
 convert_vqa = make_converter("pathbind_vqa", "PathBind-VQA")
 convert_pta = make_converter("pathbind_pta", "PathBind-PTA")
-process_docs_vqa = with_conditions(WITH_AND_WITHOUT_IMAGE, convert_vqa)
-process_docs_vqa_image = with_conditions(IMAGE_ONLY, convert_vqa)
-process_docs_pta = with_conditions(WITH_AND_WITHOUT_IMAGE, convert_pta)
-process_docs_pta_image = with_conditions(IMAGE_ONLY, convert_pta)
-process_docs_vqa_ablation = with_conditions(ABLATIONS, convert_vqa)
-process_docs_pta_ablation = with_conditions(ABLATIONS, convert_pta)
+vqa_full, vqa_image_only, vqa_ablation = condition_sets(convert_vqa)
+pta_full, pta_image_only, pta_ablation = condition_sets(convert_pta)

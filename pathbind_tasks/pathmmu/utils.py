@@ -16,7 +16,6 @@ from typing import Any
 import datasets
 
 from pathbind_tasks.common.accounting import read_rows
-from pathbind_tasks.common.conditions import IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     image_path,
@@ -28,7 +27,7 @@ from pathbind_tasks.common.raw import (
     strip_letter_prefixes,
     unique_ids,
 )
-from pathbind_tasks.common.vqa import options_problem
+from pathbind_tasks.common.vqa import condition_sets, options_problem
 
 DATASET = "PathMMU"
 DATA_NAME = "pathmmu"  # $PATHBIND_DATA/pathmmu/ holds data.json and images/
@@ -84,7 +83,5 @@ def _row(doc_id: str, subset: str, item: dict[str, Any], root: Path) -> dict[str
 
 convert_test = convert_splits(TEST_ALL)
 convert_test_tiny = convert_splits(TEST_TINY)
-process_docs_test = with_conditions(WITH_AND_WITHOUT_IMAGE, convert_test)
-process_docs_test_image = with_conditions(IMAGE_ONLY, convert_test)
-process_docs_test_tiny = with_conditions(WITH_AND_WITHOUT_IMAGE, convert_test_tiny)
-process_docs_test_tiny_image = with_conditions(IMAGE_ONLY, convert_test_tiny)
+test_full, test_image_only, test_ablation = condition_sets(convert_test)
+test_tiny_full, test_tiny_image_only, test_tiny_ablation = condition_sets(convert_test_tiny)

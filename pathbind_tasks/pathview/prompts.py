@@ -8,6 +8,7 @@ from pathbind import render_template
 from pathbind.box_frames import frame_words
 from pathbind_metrics import choice_letters
 from pathbind_metrics.pathview import from_pixels
+from pathbind_metrics.refusal import REFUSAL_FORM
 
 
 def format_box(box: list[float], frame: str, image_size: tuple[int, int]) -> str:
@@ -33,5 +34,5 @@ def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] |
     return render_template(
         (lmms_eval_specific_kwargs or {}).get("template", "pathview_choice"), question=doc["question"],
         choices=list(zip(choice_letters(min(len(options), 26)), options[:26], strict=True)), query_box=query_box,
-        box_units=frame_words(frame, size) if frame else "",  # type: ignore[arg-type]
+        box_units=frame_words(frame, size) if frame else "", refusal_form=REFUSAL_FORM,  # type: ignore[arg-type]
     )

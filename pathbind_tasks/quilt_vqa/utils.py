@@ -14,8 +14,8 @@ from typing import Any
 import datasets
 
 from pathbind_tasks.common.accounting import drop
-from pathbind_tasks.common.conditions import IMAGE_ONLY, WITH_AND_WITHOUT_IMAGE, with_conditions
 from pathbind_tasks.common.raw import YES_NO_FEATURES, embedded_docs, report_unmapped, require, yes_no
+from pathbind_tasks.common.vqa import condition_sets
 
 DATASET = "Quilt-VQA"
 COLUMNS = ("image", "question", "answer", "answer_type")
@@ -46,5 +46,4 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     return embedded_docs(dataset, keep, columns, YES_NO_FEATURES)
 
 
-process_docs = with_conditions(WITH_AND_WITHOUT_IMAGE, convert)
-process_docs_image = with_conditions(IMAGE_ONLY, convert)
+full, image_only, ablation = condition_sets(convert)

@@ -23,10 +23,14 @@ def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] |
                                     choices=list(zip(choice_letters(len(doc["options"])), doc["options"], strict=True)))
 
 
-def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, bool]:
-    return {"stain_accuracy": parse_choice(results[0], doc["options"]) == doc["answer"]}
+def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, dict[str, Any]]:
+    """One record per answer, under both metrics: an answer naming no option is invalid (and wrong), with a reason."""
+    parsed = parse_choice(results[0] if results else "", doc["options"])
+    record = {"id": doc["id"], "reference": doc["answer"], "parsed": parsed, "valid": parsed is not None,
+              "correct": parsed == doc["answer"], "reason": "" if parsed is not None else "unparseable answer"}
+    return {"stain_accuracy": record, "invalid_rate": record}
 
 
-def stain_accuracy(correct: list[bool]) -> float:
-    """Aggregation registered under the name ``example_stain_accuracy``."""
-    return accuracy(correct)
+def stain_accuracy(records: list[dict[str, Any]]) -> float:
+    """Aggregation registered under the name ``example_stain_accuracy``: invalid answers count as wrong."""
+    return accuracy([record["correct"] for record in records])

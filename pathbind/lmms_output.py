@@ -1,0 +1,120 @@
+"""lmms-eval's output: the results files and sample logs below a run folder, found and read, errors naming the file."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+# lmms-eval writes <output_path>/<model>/<date>_results.json and, with --log_samples, <date>_samples_<task>.jsonl.
+RESULTS = "*results.json"
+SAMPLE_LOGS = "*_samples_*.jsonl"
+
+
+class ResultsError(ValueError):
+    """A file that is not a usable lmms-eval results file; the message names it and says why."""
+
+
+class SampleLogError(ValueError):
+    """A sample log that cannot be read; the message names the file, and the line where one is at fault."""
+
+
+@dataclass(frozen=True)
+class ResultFile:
+    """One lmms-eval results file: the model label and each task's metrics (keys with their filter suffix)."""
+
+    path: Path
+    model: str
+    results: dict[str, dict[str, Any]]
+    groups: frozenset[str]  # results entries that are groups (their subtasks carry the row accounting)
+    config: dict[str, Any]  # lmms-eval's run configuration (model, model_args, ...)
+
+    def metrics(self, task: str) -> dict[str, Any]:
+        """The task's metrics by name (``"acc"`` for ``"acc,none"``), stderr entries left out."""
+        return {key.split(",")[0]: value for key, value in self.results[task].items()
+                if "," in key and "_stderr" not in key}
+
+
+def find_results(paths: list[Path]) -> list[Path]:
+    """lmms-eval result files (``*results.json``) given directly or found below folders, by path."""
+    return [file for path in paths for file in ([path] if path.is_file() else sorted(path.rglob(RESULTS)))]
+
+
+def find_sample_logs(path: Path, task: str | None = None) -> list[Path]:
+    """The sample log ``path`` names, or those below the folder (of ``task``, else of every task), by path."""
+    return [path] if path.is_file() else sorted(path.rglob(f"*_samples_{task}.jsonl" if task else SAMPLE_LOGS))
+
+
+def by_date(files: list[Path]) -> list[Path]:
+    """Oldest first: lmms-eval starts each file name with the run's date and time."""
+    return sorted(files, key=lambda file: file.name)
+
+
+def load_results(path: Path) -> ResultFile:
+    """Read and check one results file; ResultsError (naming the file) for anything lmms-eval did not write."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ResultsError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise ResultsError(f"{path}: not a text file ({exc.reason})") from exc
+    except json.JSONDecodeError as exc:
+        raise ResultsError(f"{path}: not valid JSON, perhaps truncated ({exc})") from exc
+    results = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(results, dict):
+        raise ResultsError(f"{path}: not an lmms-eval results file (no \"results\" object)")
+    if not results:
+        raise ResultsError(f"{path}: its \"results\" object holds no task")
+    malformed = sorted(str(task) for task, metrics in results.items() if not isinstance(metrics, dict))
+    if malformed:
+        raise ResultsError(f"{path}: the results of {', '.join(malformed)} are not objects of metrics")
+    config = data.get("config") if isinstance(data.get("config"), dict) else {}
+    model = str(config.get("model", "?"))
+    if config.get("model_args"):  # e.g. two pathbind_baseline strategies, or two checkpoints of pathbind_hf
+        model += f" ({config['model_args']})"
+    subtasks = data.get("group_subtasks") if isinstance(data.get("group_subtasks"), dict) else {}
+    return ResultFile(path, model, results, frozenset(name for name, tasks in subtasks.items() if tasks), config)
+
+
+def task_results(run_dir: Path, task: str) -> dict[str, Any]:
+    """The latest results entry of ``task`` below ``run_dir`` (keys as lmms-eval writes them, ``"acc,none"``)."""
+    for file in reversed(by_date(find_results([run_dir]))):
+        results = load_results(file).results
+        if task in results:
+            return results[task]
+    raise ValueError(f"{run_dir}: no results.json with task {task!r}")
+
+
+def task_samples(run_dir: Path, task: str) -> list[dict[str, Any]]:
+    """Every line of the latest sample log of ``task``; ValueError naming the folder and the fix when there is none."""
+    logs = by_date(find_sample_logs(run_dir, task))
+    if not logs:
+        raise ValueError(f"{run_dir}: no sample log of task {task!r} (run lmms_eval with --log_samples "
+                         f"and --tasks {task})")
+    return [sample for _, sample in read_sample_log(logs[-1])]
+
+
+def read_sample_log(path: Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, value)`` of each non-blank line of a sample log (``.jsonl``, or ``.jsonl.gz``), streamed."""
+    try:
+        with _open_text(path) as handle:
+            for number, line in enumerate(handle, start=1):
+                if line.strip():
+                    try:
+                        yield number, json.loads(line)
+                    except json.JSONDecodeError as exc:
+                        raise SampleLogError(f"{path}:{number}: not valid JSON ({exc.msg}); a sample log holds "
+                                             "one JSON object per line, as lmms-eval --log_samples writes") from None
+    except OSError as exc:
+        raise SampleLogError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    except UnicodeDecodeError as exc:
+        raise SampleLogError(f"{path}: not a text file ({exc.reason})") from exc
+
+
+def _open_text(path: Path) -> TextIO:
+    if path.suffix.lower() == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8-sig")
+    return path.open(encoding="utf-8-sig")

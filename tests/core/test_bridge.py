@@ -1,0 +1,290 @@
+"""The lmms-eval bridge: models and tasks of every plugin inside lmms-eval's own registries, and the behaviour of
+each lmms-eval function it wraps (the fresh-process import orders and the CLI runs are in test_lmms_integration)."""
+
+from __future__ import annotations
+
+import copy
+import sys
+from importlib.metadata import distribution, version
+from pathlib import Path
+
+import datasets
+import pytest
+from conftest import write_plugin
+
+import pathbind.bridge
+import pathbind_autoload
+import pathbind_tasks
+from pathbind import make_plugin_manager
+from pathbind.bridge import (
+    FIRST_PARTY_PLUGINS,
+    HOOKED_SOURCES,
+    TaskBuildError,
+    hooked_sources_changed,
+    install_evaluate_hook,
+    install_task_hook,
+    lmms_eval_models,
+    lmms_eval_task_dirs,
+    merge_plugin_tasks,
+    plugin_order,
+    scalar_view,
+    structured_note,
+    task_conflicts,
+)
+from pathbind.catalog import plugin_tasks
+from pathbind.doctor import TESTED_LMMS_EVAL
+from pathbind.plugins import Contribution
+
+DEMO = Path(pathbind_tasks.__file__).parent / "demo"  # the installed package the tests run against
+
+
+def test_the_pinned_lmms_eval_is_the_tested_one():
+    """Widening the lmms-eval pin needs this test (and the hook tests below) to pass first."""
+    assert version("lmms-eval") in TESTED_LMMS_EVAL
+
+
+def test_the_lmms_eval_sources_the_bridge_relies_on_are_unchanged():
+    """Each wrapped or relied-on lmms-eval function has the source the bridge was written against (sha256)."""
+    assert hooked_sources_changed() == []
+    assert "lmms_eval.tasks:TaskManager._get_config" in HOOKED_SOURCES
+
+
+def test_a_changed_or_missing_source_is_named(monkeypatch):
+    """A different hash (an edited private method) or a function that no longer exists is reported by name."""
+    changed = {**HOOKED_SOURCES, "lmms_eval.tasks:TaskManager._get_config": "0" * 64,
+               "lmms_eval.tasks:TaskManager.no_such_method": "0" * 64}
+    monkeypatch.setattr(pathbind.bridge, "HOOKED_SOURCES", changed)
+    assert hooked_sources_changed() == ["lmms_eval.tasks:TaskManager._get_config",
+                                        "lmms_eval.tasks:TaskManager.no_such_method"]
+
+
+def test_first_party_plugins_are_the_ones_pathbind_declares():
+    """The plugins whose task names come first are exactly PathBind's own ``pathbind`` entry points."""
+    declared = {ep.name for ep in distribution("pathbind").entry_points if ep.group == "pathbind"}
+    assert set(FIRST_PARTY_PLUGINS) == declared
+
+
+def test_lmms_eval_registry_has_the_plugin_models():
+    """lmms-eval's own model registry resolves the controls through the entry point."""
+    from lmms_eval.models import MODEL_REGISTRY_V2
+
+    assert MODEL_REGISTRY_V2.resolve("pathbind_control").class_path.endswith("PositiveControlModel")
+    assert MODEL_REGISTRY_V2.resolve("pathbind_blind").model_type == "simple"
+
+
+def test_every_plugin_yaml_is_indexed_by_lmms_eval(task_manager, pm):
+    """Each task and group of each plugin resolves, in lmms-eval's index, to its own YAML file."""
+    entries = [e for e in plugin_tasks(pm) if e.kind in ("task", "group")]
+    expected = {"pathbind_demo", "pathbind_demo_vqa", "pathbind_demo_yesno", "example_stain_check"}
+    assert expected <= {e.name for e in entries}
+    for entry in entries:
+        assert task_manager.task_index[entry.name]["yaml_path"] == str(entry.yaml_path), entry.name
+    assert not [e for e in plugin_tasks(pm) if e.kind == "error"]
+
+
+@pytest.fixture(scope="module")
+def plugins_only():
+    """A TaskManager of the plugins' tasks alone (include_defaults=False), built through the hooked methods."""
+    assert install_task_hook()
+    from lmms_eval.tasks import TaskManager
+
+    return TaskManager("ERROR", include_defaults=False)
+
+
+def test_without_defaults_the_plugin_tasks_are_indexed_and_lmms_evals_are_not(plugins_only, pm):
+    """include_defaults=False drops lmms-eval's own tasks; installed plugins' tasks stay, each at its YAML."""
+    index = plugins_only.task_index
+    assert "mme" not in index and "mmmu_val" not in index
+    assert index["pathbind_demo_vqa"]["yaml_path"] == str(DEMO / "pathbind_demo_vqa.yaml")
+    assert "example_stain_check" in index
+    assert all(any(Path(e["yaml_path"]).is_relative_to(c.value) for c in pm.task_dirs())
+               for e in index.values() if e["yaml_path"] != -1)
+
+
+def test_the_hook_is_idempotent_and_keeps_user_include_paths(plugins_only, tmp_path):
+    """Installing twice changes nothing; --include_path tasks are indexed beside the plugins'."""
+    from lmms_eval.tasks import TaskManager
+
+    assert install_task_hook() and install_task_hook()
+    assert not hasattr(TaskManager.initialize_tasks.__wrapped__, "__wrapped__")  # wrapped once
+    (tmp_path / "mine.yaml").write_text("task: user_included_task\ndataset_path: json\noutput_type: generate_until\n")
+    index = TaskManager("ERROR", include_path=str(tmp_path), include_defaults=False).task_index
+    assert index["user_included_task"]["yaml_path"] == str(tmp_path / "mine.yaml")
+    assert "pathbind_demo_vqa" in index
+
+
+def test_get_config_applies_the_data_root_to_plugin_tasks_only(plugins_only, tmp_path, monkeypatch):
+    """With PATHBIND_DATA/<task>/ present the task reads it; without, the YAML's own location."""
+    (tmp_path / "pathbind_demo_vqa").mkdir()
+    (tmp_path / "pathbind_demo_vqa" / "test.parquet").write_bytes((DEMO / "data" / "vqa.parquet").read_bytes())
+    monkeypatch.setenv("PATHBIND_DATA", str(tmp_path))
+    config = plugins_only._get_config("pathbind_demo_vqa")
+    assert config["dataset_kwargs"]["data_files"] == {"test": str(tmp_path / "pathbind_demo_vqa" / "test.parquet")}
+    monkeypatch.delenv("PATHBIND_DATA")
+    own = plugins_only._get_config("pathbind_demo_vqa")["dataset_kwargs"]["data_files"]["test"]
+    assert Path(own) == DEMO / "data" / "vqa.parquet"
+
+
+def test_a_plugin_tasks_process_docs_error_names_the_task(plugins_only):
+    """process_docs comes back wrapped: its error says which task, chained from the cause."""
+    process_docs = plugins_only._get_config("pathbind_demo_grounding")["process_docs"]
+    rows = datasets.Dataset.from_list([{"id": "a", "bbox": [0, 0, 1, 1]}])
+    with pytest.raises(TaskBuildError, match=r"^task pathbind_demo_grounding: ValueError: grounding: .*'image'") as e:
+        process_docs(rows)
+    assert isinstance(e.value.__cause__, ValueError)
+
+
+def test_a_build_error_is_raised_at_once_not_retried(plugins_only):
+    """lmms-eval retries a task's download five times, 2 s apart, then hides the error in a RetryError;
+    a TaskBuildError leaves at the first attempt, as it is."""
+    from lmms_eval.api.task import ConfigurableTask
+
+    calls = []
+
+    def failing(dataset):
+        calls.append(1)
+        raise TaskBuildError("task t: ValueError: no column 'image'")
+
+    config = {**plugins_only._get_config("pathbind_demo_vqa"), "process_docs": failing}
+    with pytest.raises(TaskBuildError, match="no column 'image'"):
+        ConfigurableTask(config=config)
+    assert calls == [1]
+
+
+def test_evaluate_skips_what_the_model_cannot_run_and_records_it(plugins_only):
+    """The hooked evaluate, given a real PathBind task needing attention and lmms-eval's dummy model, runs nothing
+    and reports the skip in results["pathbind"]."""
+    import lmms_eval.evaluator as evaluator
+    from lmms_eval.models.simple.dummy import Dummy
+    from lmms_eval.tasks import get_task_dict
+
+    assert install_evaluate_hook()
+    task_dict = get_task_dict(["pathbind_demo_grounding"], plugins_only)
+    results = evaluator.evaluate(lm=Dummy(), task_dict=task_dict, log_samples=False)
+    assert results["results"] == {}
+    assert "needs attention maps" in results["pathbind"]["skipped_tasks"]["pathbind_demo_grounding"]
+
+
+def test_plugin_order_puts_pathbinds_own_plugins_first():
+    """PathBind's plugins in their declared order, then the others by name; a plugin's folders keep their order."""
+    dirs = [Contribution(p, p, Path(p)) for p in ("aaa", "pathbind_metrics", "zzz/1", "pathbind_tasks", "zzz/0")]
+    dirs = [Contribution(c.name, c.plugin.split("/")[0], c.value) for c in dirs]
+    assert [c.name for c in plugin_order(dirs)] == ["pathbind_tasks", "pathbind_metrics", "aaa", "zzz/1", "zzz/0"]
+
+
+@pytest.fixture
+def clashing_pm(tmp_path, monkeypatch):
+    """The installed plugins plus ``clashing`` (sorted before ``pathbind_tasks``), defining mme and our task."""
+    write_plugin(tmp_path, "clashing", """
+        from pathlib import Path
+        import pathbind
+
+        @pathbind.hookimpl
+        def pathbind_task_dirs():
+            return [Path(__file__).parent / "clash_tasks"]
+    """, files={"clash_tasks/a.yaml": "task: mme\ndataset_path: json\n",
+                "clash_tasks/b.yaml": "task: pathbind_demo_vqa\ndataset_path: json\n",
+                "clash_tasks/c.yaml": "task: clashing_own\ndataset_path: json\n"})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "clashing", raising=False)  # a previous test's copy, in another tmp_path
+    return make_plugin_manager()
+
+
+def test_a_plugin_task_named_like_a_first_party_or_builtin_task_is_skipped(plugins_only, clashing_pm, tmp_path):
+    """PathBind's task keeps its name though 'clashing' sorts first; lmms-eval's mme keeps its; each skip is
+    reported naming both files; the plugin's other tasks are indexed."""
+    from lmms_eval.tasks import TaskManager
+
+    builtin = TaskManager.initialize_tasks.__wrapped__(plugins_only)
+    merged, conflicts = merge_plugin_tasks(plugins_only._get_task_and_group, builtin, clashing_pm.task_dirs())
+    assert merged["pathbind_demo_vqa"]["yaml_path"] == str(DEMO / "pathbind_demo_vqa.yaml")
+    assert merged["mme"] == builtin["mme"]
+    assert merged["clashing_own"]["yaml_path"] == str(tmp_path / "clash_tasks" / "c.yaml")
+    messages = {c.name: c.message for c in conflicts}
+    assert set(messages) == {"mme", "pathbind_demo_vqa"}
+    assert messages["pathbind_demo_vqa"] == (
+        f"task 'pathbind_demo_vqa' of plugin 'clashing' ({tmp_path / 'clash_tasks' / 'b.yaml'}) is skipped: plugin "
+        f"'pathbind_tasks' defines it ({DEMO / 'pathbind_demo_vqa.yaml'}); rename one of them")
+    assert "is skipped: lmms-eval defines it (" in messages["mme"] and "lmms_eval/tasks/mme" in messages["mme"]
+
+
+def test_a_tag_used_by_two_plugins_lists_the_tasks_of_both():
+    """A tag is a label, not a definition: nothing is skipped, the tag runs every task carrying it."""
+    folders = {"a": {"shared": {"type": "tag", "task": ["t1"], "yaml_path": -1}},
+               "b": {"shared": {"type": "tag", "task": ["t2"], "yaml_path": -1}}}
+    dirs = [Contribution(name, f"plugin_{name}", Path(name)) for name in folders]
+    merged, conflicts = merge_plugin_tasks(lambda folder: folders[folder], {}, dirs)
+    assert merged["shared"]["task"] == ["t1", "t2"] and conflicts == []
+
+
+def test_task_conflicts_lists_plugin_against_plugin_clashes_for_doctor(clashing_pm, tmp_path):
+    """What `pathbind doctor` fails on: names two plugins define (not a clash with lmms-eval's own tasks)."""
+    assert task_conflicts(clashing_pm) == [
+        f"task 'pathbind_demo_vqa' of plugin 'clashing' ({tmp_path / 'clash_tasks' / 'b.yaml'}) is skipped: plugin "
+        f"'pathbind_tasks' defines it ({DEMO / 'pathbind_demo_vqa.yaml'}); rename one of them"]
+
+
+def test_the_installed_plugins_have_no_task_name_conflicts(pm):
+    assert task_conflicts(pm) == []
+
+
+def test_a_users_include_path_task_wins_over_a_plugin_task_with_a_warning(plugins_only, tmp_path, logged_warnings):
+    """The user's explicit folder defines what runs under a plugin task's name, and the log says so."""
+    from lmms_eval.tasks import TaskManager
+
+    (tmp_path / "mine.yaml").write_text("task: pathbind_demo_yesno\ndataset_path: json\n")
+    index = TaskManager("ERROR", include_path=[str(tmp_path)], include_defaults=False).task_index
+    assert index["pathbind_demo_yesno"]["yaml_path"] == str(tmp_path / "mine.yaml")
+    assert (f"pathbind: task 'pathbind_demo_yesno': your --include_path definition ({tmp_path / 'mine.yaml'}) replaces "
+            f"the one from plugin 'pathbind_tasks' ({DEMO / 'pathbind_demo_yesno.yaml'})") in logged_warnings
+
+
+RESULTS = {
+    "results": {"pathbind_demo_vqa": {"alias": "pathbind_demo_vqa", "acc_image,none": 100.0, "acc_image_stderr,none":
+                                      "N/A", "by_dimension,none": {"stain": {"acc": 1.0}}, "ci95,none": [90.0, 100.0],
+                                      "accounting,none": {"rows": 60, "evaluated": 4, "dropped": {}}}},
+    "n-shot": {"pathbind_demo_vqa": 0},
+    "config": {"resolved_cli_args": {"output_path": "out/run1"}},
+    "pathbind": {"skipped_tasks": {}},
+}
+
+
+def test_the_table_keeps_scalars_and_names_the_structured_metrics_without_touching_the_results():
+    """The console table gets a copy with scalar metrics only; the results themselves keep every figure."""
+    before = copy.deepcopy(RESULTS)
+    shown, left_out = scalar_view(RESULTS)
+    assert shown["results"]["pathbind_demo_vqa"] == {"alias": "pathbind_demo_vqa", "acc_image,none": 100.0,
+                                                     "acc_image_stderr,none": "N/A"}
+    assert left_out == ["accounting", "by_dimension", "ci95"]
+    assert before == RESULTS  # unchanged
+    assert structured_note(left_out, RESULTS) == ("structured metrics (accounting, by_dimension, ci95) are in "
+                                                  "results.json; `pathbind summary out/run1` shows them")
+
+
+def test_the_cli_table_hook_prints_scalars_and_the_note_only_for_pathbind_runs():
+    """lmms-eval's own make_table, as the CLI calls it, behind the hook; a run without PathBind is untouched."""
+    from lmms_eval.utils import make_table
+
+    from pathbind.bridge import _scalars_only
+
+    hooked = _scalars_only(make_table)
+    table = hooked(copy.deepcopy(RESULTS))
+    *rows, note = table.rstrip().splitlines()
+    assert "acc_image" in table and not any("{" in row or "by_dimension" in row for row in rows)
+    assert note == structured_note(["accounting", "by_dimension", "ci95"], RESULTS)
+    plain = {k: v for k, v in copy.deepcopy(RESULTS).items() if k != "pathbind"}
+    assert hooked(copy.deepcopy(plain)) == make_table(copy.deepcopy(plain))
+
+
+@pytest.mark.parametrize("error", [RuntimeError("boom"), SystemExit(3)])
+def test_the_entry_points_never_raise(monkeypatch, error):
+    """A failure inside the bridge is logged and yields an empty list: lmms-eval would drop all models otherwise,
+    and torch would fail its own import."""
+    def explode(*args):
+        raise error
+
+    monkeypatch.setattr("pathbind.bridge.get_plugin_manager", explode)
+    monkeypatch.setattr("pathbind.bridge.when_defined", explode)
+    assert lmms_eval_models() == []
+    assert lmms_eval_task_dirs() == []
+    assert pathbind_autoload.start() is None

@@ -1,0 +1,47 @@
+"""The wheel: everything a user needs ships inside it, and entry points are declared."""
+
+from __future__ import annotations
+
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from conftest import run
+
+ROOT = Path(__file__).parents[2]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> zipfile.ZipFile:
+    out = tmp_path_factory.mktemp("wheel")
+    done = run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(out), str(ROOT)],
+               cwd=out)
+    assert done.returncode == 0, done.stderr
+    return zipfile.ZipFile(next(out.glob("pathbind-*.whl")))
+
+
+def test_wheel_ships_task_yamls_templates_and_demo_data(wheel):
+    """YAMLs, Jinja templates and the demo parquet files are package data."""
+    names = set(wheel.namelist())
+    for expected in ("pathbind_tasks/demo/pathbind_demo.yaml", "pathbind_tasks/common/_vqa.yaml",
+                     "pathbind_tasks/templates/mcq.jinja", "pathbind_tasks/templates/yesno.jinja",
+                     "pathbind_tasks/demo/data/vqa.parquet", "pathbind_tasks/demo/data/yesno.parquet",
+                     "pathbind/bridge.py", "pathbind_models/controls/vision.py", "pathbind_metrics/parsing.py"):
+        assert expected in names, expected
+    assert not any(name.startswith(("tests/", "examples/", "benchmarks/")) for name in names)
+
+
+def test_wheel_declares_plugins_models_tasks_and_scripts(wheel):
+    """First-party plugins use the public ``pathbind`` group; lmms-eval groups and both scripts are declared."""
+    entry_points = next(wheel.read(n).decode() for n in wheel.namelist() if n.endswith("entry_points.txt"))
+    for line in ("pathbind_tasks = pathbind_tasks.plugin", "pathbind_models = pathbind_models.plugin",
+                 "pathbind_metrics = pathbind_metrics.plugin", "pathbind = pathbind.bridge:lmms_eval_models",
+                 "pathbind = pathbind.bridge:lmms_eval_task_dirs", "lmms_eval = lmms_eval.cli.dispatch:main",
+                 "pathbind = pathbind.cli:main"):
+        assert line in entry_points, line
+
+
+def test_the_demo_data_stays_small(wheel):
+    """The committed demo set is at most 5 MB."""
+    assert sum(i.file_size for i in wheel.infolist() if i.filename.endswith(".parquet")) <= 5_000_000

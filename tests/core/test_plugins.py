@@ -1,0 +1,238 @@
+"""Plugin discovery, isolation of broken plugins, disabling, and conflict reports."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import write_plugin
+
+import pathbind
+from pathbind import ModelSpec, hookimpl, make_plugin_manager
+
+FIRST_PARTY = {"pathbind_tasks", "pathbind_models", "pathbind_metrics", "pathbind_analysis"}
+
+
+def test_first_party_and_example_plugins_come_from_the_entry_point_group(pm):
+    """Our three packages and the example plugin are all registered through the ``pathbind`` group."""
+    assert {*FIRST_PARTY, "example"} <= {name for name, _ in pm.list_name_plugin()}
+    assert pm.failures == {}
+
+
+def test_contributions_are_attributed_to_their_plugin(pm):
+    """Each model, metric and task directory names the plugin that contributed it."""
+    assert pm.models()["pathbind_control"].plugin == "pathbind_models"
+    assert pm.metrics()["mg"].plugin == "pathbind_metrics"
+    assert pm.metrics()["example_stain_accuracy"].plugin == "example"
+    assert {c.plugin for c in pm.task_dirs()} >= {"pathbind_tasks", "example"}
+
+
+class Raising:
+    @hookimpl
+    def pathbind_models(self):
+        raise RuntimeError("model registry unreachable")
+
+
+def test_a_plugin_whose_hook_raises_is_reported_and_the_others_still_answer():
+    """A raising hook is recorded under the plugin's name; other plugins' models are still returned."""
+    pm = make_plugin_manager(plugins={"raising": Raising()})
+    assert "pathbind_control" in pm.models()
+    assert pm.failures["raising"] == ["RuntimeError in pathbind_models: model registry unreachable"]
+
+
+def test_a_plugin_that_fails_to_import_is_reported_by_name(tmp_path, monkeypatch):
+    """An entry point whose module raises on import does not stop the other plugins from loading."""
+    write_plugin(tmp_path, "broken_plugin", "raise ImportError('needs a GPU library')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    pm = make_plugin_manager()
+    assert pm.failures == {"broken_plugin": ["ImportError: needs a GPU library"]}
+    assert "pathbind_control" in pm.models()
+
+
+def test_a_plugin_with_a_misspelled_hook_is_rejected_at_registration(tmp_path, monkeypatch):
+    """pluggy validates hook names when the plugin registers; the error names the plugin."""
+    write_plugin(tmp_path, "typo_plugin", """
+        import pathbind
+
+        @pathbind.hookimpl
+        def pathbind_task_dir():
+            return []
+    """)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    pm = make_plugin_manager()
+    [error] = pm.failures["typo_plugin"]
+    assert error.startswith("PluginValidationError: unknown hook pathbind_task_dir; PathBind hooks:")
+    assert "pathbind_task_dirs" in error
+
+
+def test_plugins_can_be_disabled_by_name(monkeypatch):
+    """PATHBIND_DISABLE_PLUGINS skips the named entry points."""
+    monkeypatch.setenv("PATHBIND_DISABLE_PLUGINS", "example, pathbind_models")
+    pm = make_plugin_manager()
+    assert "pathbind_control" not in pm.models()
+    assert "example_stain_accuracy" not in pm.metrics()
+    assert "mg" in pm.metrics()
+    assert pm.is_blocked("example") and pm.is_blocked("pathbind_models")
+
+
+def test_a_disabled_plugin_is_never_imported(tmp_path, monkeypatch):
+    """Disabling a plugin that cannot be imported silences it: pluggy blocks the name before the entry point loads."""
+    write_plugin(tmp_path, "broken_plugin", "raise ImportError('needs a GPU library')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PATHBIND_DISABLE_PLUGINS", "broken_plugin")
+    pm = make_plugin_manager()
+    assert pm.failures == {} and pm.get_plugin("broken_plugin") is None
+
+
+class Duplicate:
+    @hookimpl
+    def pathbind_models(self):
+        return [ModelSpec("pathbind_control", simple_class_path="elsewhere.Model")]
+
+    @hookimpl
+    def pathbind_metrics(self):
+        return {"mg": len}
+
+
+def test_duplicate_names_are_reported_and_the_first_in_call_order_wins():
+    """Two plugins contributing the same model or metric name produce a conflict report naming both."""
+    pm = make_plugin_manager(plugins={"duplicate": Duplicate()})
+    # pluggy calls later registrations first: the entry points registered after "duplicate" win.
+    assert pm.models()["pathbind_control"].plugin == "pathbind_models"
+    assert pm.metrics()["mg"].plugin == "pathbind_metrics"
+    assert pm.conflicts == [
+        "model 'pathbind_control' from plugin 'duplicate' is shadowed by plugin 'pathbind_models'",
+        "metric 'mg' from plugin 'duplicate' is shadowed by plugin 'pathbind_metrics'",
+    ]
+
+
+def test_plugin_metrics_are_importable_by_name_for_task_yamls():
+    """``pathbind.plugin_metrics.<name>`` resolves through the plugins; unknown names list the available ones."""
+    from pathbind import plugin_metrics
+    from pathbind_metrics.aggregations import mg
+
+    assert plugin_metrics.mg is mg
+    with pytest.raises(AttributeError, match=r"No PathBind plugin provides a metric named 'nope'\. Available: .*mg"):
+        plugin_metrics.nope  # noqa: B018
+
+
+def test_hooks_are_documented():
+    """The README's Hooks section lists exactly the hooks the manager knows, and each spec has a docstring."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    section = readme.split("\n### Hooks\n", 1)[1].split("\n## ", 1)[0]
+    documented = re.findall(r"^- `(pathbind_\w+)\(", section, flags=re.MULTILINE)
+    specs = sorted(name for name, caller in vars(make_plugin_manager(autoload=False).hook).items() if caller.spec)
+    assert specs == ["pathbind_add_commands", "pathbind_metrics", "pathbind_models", "pathbind_task_dirs",
+                     "pathbind_template_dirs"]
+    assert sorted(documented) == specs
+    for name in specs:
+        assert getattr(pathbind.hookspecs, name).__doc__, name
+
+
+def test_tracing_logs_every_hook_call(monkeypatch, logged_warnings):
+    """PATHBIND_TRACE_PLUGINS=1 logs each plugin's hook call with its result."""
+    monkeypatch.setenv("PATHBIND_TRACE_PLUGINS", "1")
+    make_plugin_manager().models()
+    trace = "pathbind trace: pathbind_models.pathbind_models() -> [ModelSpec("
+    assert any(m.startswith(trace) for m in logged_warnings)
+
+
+def test_pluggy_tracing_sees_each_hook_call_and_its_implementations():
+    """Calls go through pluggy's own machinery: enable_tracing and add_hookcall_monitoring see them."""
+    pm = make_plugin_manager()
+    lines: list[str] = []
+    pm.trace.root.setwriter(lines.append)
+    monitored: list[tuple[str, list[str]]] = []
+    undo_monitoring = pm.add_hookcall_monitoring(
+        lambda name, impls, kwargs: monitored.append((name, [impl.plugin_name for impl in impls])),
+        lambda outcome, name, impls, kwargs: None)
+    undo_tracing = pm.enable_tracing()
+    models = pm.models()
+    undo_tracing()
+    undo_monitoring()
+    assert monitored == [("pathbind_models", ["pathbind_models"])]
+    assert lines[0] == "  pathbind_models [hook]\n"
+    assert lines[1].startswith("  finish pathbind_models --> [[ModelSpec(model_id='pathbind_control'")
+    assert "pathbind_control" in models
+
+
+class Wrapping:
+    """A third party's new-style wrapper: sees every plugin's metrics, adds one of its own."""
+
+    def __init__(self):
+        self.seen: list[list[str]] = []
+
+    @hookimpl(wrapper=True)
+    def pathbind_metrics(self):
+        results = yield
+        self.seen.append(sorted(name for result in results for name in result))
+        return [*results, {"wrapped_metric": len, "not_callable": 3}]
+
+
+class OldStyleWrapping:
+    """An old-style hookwrapper that removes the example plugin's template folders from the outcome."""
+
+    @hookimpl(hookwrapper=True)
+    def pathbind_template_dirs(self):
+        outcome = yield
+        outcome.force_result([dirs for dirs in outcome.get_result() if "pathbind_example" not in str(dirs[0])])
+
+
+def test_third_party_hook_wrappers_are_honoured_and_their_additions_checked_and_attributed():
+    """wrapper=True and hookwrapper=True run around the other implementations; what a wrapper adds is checked
+    like any result and attributed to its plugin, the results it keeps stay their plugins'."""
+    wrapping = Wrapping()
+    pm = make_plugin_manager(plugins={"wrapping": wrapping, "old_style": OldStyleWrapping()})
+    metrics = pm.metrics()
+    assert "mg" in wrapping.seen[0] and "example_stain_accuracy" in wrapping.seen[0]
+    assert "wrapped_metric" not in wrapping.seen[0]
+    assert (metrics["wrapped_metric"].plugin, metrics["mg"].plugin) == ("wrapping", "pathbind_metrics")
+    assert pm.failures == {"wrapping": ["pathbind_metrics metric 'not_callable' is a int, not callable; skipped"]}
+    dirs = pm.template_dirs()
+    assert dirs and not any("pathbind_example" in str(d) for d in dirs)
+
+
+class BrokenWrappers:
+    @hookimpl(wrapper=True)
+    def pathbind_models(self):
+        yield
+        raise RuntimeError("wrapper teardown failed")
+
+    @hookimpl(hookwrapper=True)
+    def pathbind_metrics(self):
+        raise RuntimeError("wrapper setup failed")
+        yield
+
+    @hookimpl(wrapper=True)
+    def pathbind_task_dirs(self):
+        results = yield
+        yield
+        return results
+
+
+def test_a_broken_wrapper_is_recorded_and_the_results_pass_on_unchanged():
+    """A wrapper raising before or after its yield, or yielding twice, is its plugin's failure, not the call's."""
+    pm = make_plugin_manager(plugins={"broken_wrappers": BrokenWrappers()})
+    assert "pathbind_control" in pm.models() and "mg" in pm.metrics()
+    assert {c.plugin for c in pm.task_dirs()} >= {"pathbind_tasks", "example"}
+    assert pm.failures == {"broken_wrappers": ["RuntimeError in pathbind_models: wrapper teardown failed",
+                                               "RuntimeError in pathbind_metrics: wrapper setup failed",
+                                               "RuntimeError in pathbind_task_dirs: the wrapper yielded twice"]}
+
+
+def test_the_example_plugin_scores_an_unparseable_answer_invalid_and_wrong():
+    """Like the first-party tasks: an answer naming no option is an explicit invalid, counted wrong, and the
+    task reports invalid_rate."""
+    from pathbind_example import scoring
+
+    doc = {"id": "stain-0", "options": ["hematoxylin", "eosin"], "answer": "A"}
+    records = [scoring.process_results(doc, [answer]) for answer in ("<answer>A</answer>", "purple, mostly")]
+    assert records[0]["stain_accuracy"] is records[0]["invalid_rate"]
+    assert [(r["stain_accuracy"]["valid"], r["stain_accuracy"]["correct"]) for r in records] == [(True, True),
+                                                                                                  (False, False)]
+    assert records[1]["stain_accuracy"]["reason"] == "unparseable answer"
+    metrics = make_plugin_manager().metrics()
+    values = [r["stain_accuracy"] for r in records]
+    assert metrics["example_stain_accuracy"].value(values) == 50.0
+    assert metrics["invalid_rate"].value(values) == 50.0

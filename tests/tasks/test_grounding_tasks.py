@@ -1,0 +1,156 @@
+"""Grounding tasks: the attention-map protocol, alternatives, per-item records, loaders, ``pathbind pairs``."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import datasets
+import numpy as np
+import pytest
+from conftest import BIN, lmms_eval, metric, run
+from PIL import Image
+
+from pathbind.requests import AttentionResponse
+from pathbind_metrics import grounding
+from pathbind_metrics import grounding_aggregations as ga
+from pathbind_tasks.common import grounding as grounding_task
+from pathbind_tasks.common.grounding import draw_alternatives, process_results
+
+
+def test_alternatives_are_other_expressions_of_the_same_split_and_never_change():
+    expressions = ["gland", "gland", "vessel", "nerve", "fat", "tumour", "necrosis"]
+    splits = ["testA"] * 4 + ["testB"] * 3
+    drawn = draw_alternatives(expressions, splits)
+    assert drawn == draw_alternatives(expressions, splits)
+    for own, split, alternatives in zip(expressions, splits, drawn, strict=True):
+        pool = {e for e, s in zip(expressions, splits, strict=True) if s == split and e != own}
+        assert len(alternatives) == min(2, len(pool)) == len(set(alternatives)) and set(alternatives) <= pool
+
+
+def doc(**fields) -> dict:
+    return {"id": "x1", "split": "testA", "bbox": [0, 0, 8, 8], "width": 16, "height": 16,
+            "expression": "gland", **fields}
+
+
+def response(*maps) -> str:
+    return AttentionResponse((4, 4), {"mid": [1]}, list(maps)).encode()
+
+
+def corner_map() -> np.ndarray:
+    attn = np.full((4, 4), 0.01)
+    attn[:2, :2] = 1.0
+    return attn
+
+
+def test_a_map_on_the_box_scores_and_bad_items_are_lost_with_their_reason():
+    good = process_results(doc(), [response(*[{"mid": corner_map()}] * 3)])["attn_iou"]
+    assert good["iou"]["0.2"] > 0.5 and good["lost"] == {} and good["cross_query_r"] == pytest.approx(1.0)
+    words = process_results(doc(), ["The gland is at the top."])["attn_iou"]
+    inverted = process_results(doc(bbox=[8, 8, 0, 0]), [response({"mid": corner_map()})])["attn_iou"]
+    unreadable = process_results(doc(image_error="cannot identify image file 'a.png'"), [response()])["attn_iou"]
+    no_entity = process_results(doc(), [response("ValueError: entity 'gland' covers no token")])["attn_iou"]
+    assert "not an attention response" in words["lost"]["item"]
+    assert inverted["lost"]["iou"] == grounding.BOX_INVERTED and math.isnan(inverted["iou"]["0.2"])
+    assert "a.png" in unreadable["lost"]["item"]
+    assert "covers no token" in no_entity["lost"]["item"]
+    counts = ga.lost_items([good, words, inverted, unreadable, no_entity])
+    assert counts["items"] == 5 and counts["scored"] == 1
+    assert counts[f"iou: {grounding.BOX_INVERTED}"] == 1
+
+
+def test_aggregations_average_scored_items_and_bracket_them():
+    maps = [{"mid": corner_map(), "deep": corner_map()[::-1]}, {"mid": corner_map().T}, {"mid": np.eye(4) + 0.1}]
+    records = [ga.item_record(maps, [0, 0, 8, 8], (16, 16)), ga.item_record(["no map"], [0, 0, 8, 8], (16, 16))]
+    iou = ga.headline_value(records, "iou")
+    assert iou == records[0]["iou"]["0.2"]
+    low, high = ga.bootstrap_intervals(records)["attn_iou"]
+    assert low == high == iou  # one scored item: every resample is that item
+    assert set(ga.q_sweep(records)) == {str(q) for q in ga.Q_SWEEP}
+    layers = ga.layer_sweep(records)
+    assert layers["mid"]["iou"] == iou and layers["deep"]["iou"] < iou
+    assert records[0]["cross_query_r"] == pytest.approx(
+        grounding.cross_query_correlation([m["mid"] for m in maps], image_size=(16, 16)))
+
+
+# ----------------------------------------------------------------------------------------- data loaders
+
+
+def write_pathvg(root, images: dict[str, Image.Image]) -> None:
+    folder = root / "pathvg"
+    (folder / "images").mkdir(parents=True)
+    for name, image in images.items():
+        image.save(folder / "images" / f"{name}.png")
+    records = [{"image_id": "slide1.png", "height": 256, "width": 256, "bbox": [0, 0, 128, 128],
+                "expression": "adipocytes with large clear fat vacuoles"},
+               {"image_id": "slide2", "height": 256, "width": 256, "bbox": [128, 128, 256, 256],
+                "expression": "dense lymphocytic infiltrate of small dark nuclei"},
+               {"image_id": "missing.png", "height": 256, "width": 256, "bbox": [0, 0, 64, 64],
+                "expression": "enlarged hyperchromatic atypical nuclei"}]
+    (folder / "testA.json").write_text(json.dumps(records))
+
+
+def write_pathbind_grounding(root, items: list[dict]) -> None:
+    folder = root / "pathbind_grounding"
+    folder.mkdir(parents=True)
+    rows = [{k: v for k, v in item.items() if k != "pattern"} for item in items]
+    for i, row in enumerate(rows):
+        row["split"] = "testA" if i % 3 else "testB"
+    datasets.Dataset.from_list(rows).cast_column("image", datasets.Image()).to_parquet(folder / "test.parquet")
+
+
+@pytest.mark.slow
+def test_release_layouts_load_through_lmms_eval(tmp_path):
+    """PathVG's JSON + image folder and PathBind-Grounding's parquet both run; a missing image is one lost item."""
+    from pathbind_tasks.demo.grounding_synth import grounding_items
+
+    items = grounding_items(6, seed=3)
+    write_pathvg(tmp_path / "data", {"slide1": items[0]["image"], "slide2": items[1]["image"]})
+    write_pathbind_grounding(tmp_path / "data", items)
+    result = lmms_eval(tmp_path, "pathbind_control", "pathvg_testa,pathbind_grounding",
+                       env={"PATHBIND_DATA": str(tmp_path / "data")})
+    lost = metric(result, "pathvg_testa", "lost_items")
+    assert lost["items"] == 3 and lost["scored"] == 2
+    assert any("missing.png" in reason for reason in lost)
+    assert metric(result, "pathbind_grounding_testa", "lost_items")["items"] == 4
+    assert metric(result, "pathbind_grounding_testb", "lost_items")["items"] == 2
+
+
+def test_pathvg_without_data_fails_before_any_model_call(tmp_path):
+    done = run([str(BIN / "lmms_eval"), "--model", "pathbind_blind", "--tasks", "pathvg_testb",
+                "--output_path", str(tmp_path / "out")], cwd=tmp_path, env={"PATHBIND_DATA": ""})
+    assert "PATHBIND_DATA" in done.stdout + done.stderr and not list((tmp_path / "out").rglob("*_results.json"))
+
+
+# ----------------------------------------------------------------------------------------- pathbind pairs
+
+
+def test_pairs_reports_the_change_in_gain_with_a_paired_interval(tmp_path):
+    from pathbind_metrics.pairs import delta_mean, delta_mg, ranking_agreement
+
+    general = ([True] * 8 + [False] * 2, [True] * 3 + [False] * 7)  # MG 50
+    tuned = ([True] * 9 + [False] * 1, [True] * 8 + [False] * 2)  # MG 10
+    change = delta_mg(general, tuned, seed=1)
+    assert change["delta"] == pytest.approx(-40) and change["low"] <= -40 <= change["high"] and change["n"] == 10
+    same = delta_mean([0.2, 0.4, math.nan], [0.2, 0.4, 0.9])
+    assert same == {"delta": 0.0, "low": 0.0, "high": 0.0, "n": 2}
+    tau = ranking_agreement({"iou": [0.1, 0.2, 0.3], "same": [1, 2, 3], "reversed": [3, 2, 1], "one": [1, 2, math.nan]},
+                            "iou")
+    assert tau["same"] == 1.0 and tau["reversed"] == -1.0 and tau["one"] == 1.0
+
+
+def test_pairs_command_rejects_a_malformed_pair(tmp_path):
+    done = run([str(BIN / "pathbind"), "pairs", str(tmp_path)], cwd=tmp_path)
+    assert done.returncode == 1 and "GENERAL:TUNED" in done.stderr
+
+
+@pytest.mark.parametrize("process_docs", [grounding_task.process_docs, grounding_task.by_split_testa])
+def test_a_missing_column_names_the_data_set_and_a_readme_that_exists(process_docs):
+    """The error says which data (grounding) lacks which column and points to the README describing the layout."""
+    rows = datasets.Dataset.from_dict({"id": ["a"], "expression": ["x"], "split": ["testA"]})
+    with pytest.raises(ValueError, match=r"^grounding: the raw data has no column 'image'") as error:
+        process_docs(rows)
+    readme = str(error.value).split("described in ")[1].split()[0]
+    assert readme == "pathbind_tasks/pathbind_grounding/README.md"
+    assert (Path(grounding_task.__file__).parents[2] / readme).is_file()

@@ -1,0 +1,490 @@
+"""The public source benchmarks and the PathBind sets: raw published layouts to the task schema, end to end."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import datasets
+import pytest
+from conftest import lmms_eval, metric
+from PIL import Image
+
+from pathbind import make_plugin_manager
+from pathbind.catalog import plugin_tasks, read_task_yaml
+from pathbind.data import apply_data_root
+from pathbind_tasks.common.raw import letter_answer, strip_letter_prefixes, text_answer, yes_no
+from pathbind_tasks.common.vqa import process_results
+from pathbind_tasks.medxpert_path import utils as medxpert
+from pathbind_tasks.omnimed_bright import utils as omnimed
+from pathbind_tasks.path_vqa import utils as path_vqa
+from pathbind_tasks.pathbind_vqa import utils as pathbind_vqa
+from pathbind_tasks.pathmmu import utils as pathmmu
+from pathbind_tasks.quilt_vqa import utils as quilt_vqa
+
+TASKS = Path(pathmmu.__file__).parent.parent
+SOURCE_TASKS = ("pathbind_pathmmu_test", "pathbind_quilt_vqa", "pathbind_path_vqa", "pathbind_medxpert_path",
+                "pathbind_omnimed_bright")
+BASE_TASKS = (*SOURCE_TASKS, "pathbind_pathmmu_test_tiny", "pathbind_vqa", "pathbind_pta")
+# lmms-eval's own download keys: they never reach datasets.load_dataset.
+LMMS_EVAL_KWARGS = ("video", "cache_dir", "token", "force_download", "force_unzip", "create_link")
+
+
+# ---------------------------------------------------------------------------------------------------
+# Fixtures in each source's raw published layout
+# ---------------------------------------------------------------------------------------------------
+
+def png(shade: int, size: tuple[int, int] = (12, 10)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", size, (shade, 255 - shade, 128)).save(buffer, format="PNG")
+    return buffer.getvalue()
+
+
+def write_parquet(path: Path, columns: dict[str, list[Any]], image_columns: tuple[str, ...] = ("image",)) -> Path:
+    """A parquet file as the hub serves it: images as {bytes, path} with datasets' feature metadata."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    features = datasets.Features({name: datasets.Image() if name in image_columns else
+                                  datasets.List(datasets.Value("string")) if isinstance(values[0], list) else
+                                  datasets.Value("string") for name, values in columns.items()})
+    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
+    return path
+
+
+def write_path_vqa(folder: Path) -> Path:
+    """flaviagiammarino/path-vqa: image, question, answer; open-ended rows mixed with yes/no ones."""
+    return write_parquet(folder / "test.parquet", {
+        "image": [{"bytes": png(10 * i), "path": f"test_{i}.jpg"} for i in range(4)],
+        "question": ["is there necrosis?", "what organ is shown?", "are the glands dilated?", "is this benign?"],
+        "answer": ["yes", "liver", "no", "Yes"]})
+
+
+def write_quilt_vqa(folder: Path, **extra: list[Any]) -> Path:
+    """wisdomik/Quilt_VQA (data/train-*.parquet): image, question, answer, answer_type, context; split train.
+
+    Closed-ended answers are sentences that open with the yes/no (the release's JSON also has yes_no_answer).
+    """
+    return write_parquet(folder / "train.parquet", {
+        "image": [{"bytes": png(20 * i), "path": f"{i}.jpg"} for i in range(4)],
+        "question": ["Is this a granuloma?", "What is seen here?", "Are there mitoses?", "Is it left or right?"],
+        "answer": ["Yes, a caseating granuloma with giant cells.", "A caseating granuloma.",
+                   "No. The nuclei are bland and no mitoses are seen.", "It is on the left side of the field."],
+        "answer_type": ["CLOSED", "OPEN", "CLOSED", "CLOSED"],
+        "context": ["narrator text"] * 4, **extra})
+
+
+def pathmmu_item(no: int, answer: str = "B) Eosinophils", img: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"No": no, "img": img or f"img_{no}.jpg", "question": f"Which cells predominate in field {no}?",
+            "options": ["A) Neutrophils", "B) Eosinophils", "C) Plasma cells", "D) Mast cells"],
+            "answer": answer, "explanation": "Bi-lobed nuclei with eosinophilic granules.", **extra}
+
+
+def write_pathmmu(folder: Path, *, indent: int | None = None) -> Path:
+    """jamessyx/PathMMU: data.json {subset: {split: [items]}} and images/<img>; one item's image is absent."""
+    data = {
+        "PubMed": {"test_tiny": [pathmmu_item(1)], "test": [pathmmu_item(2), pathmmu_item(3, answer="F) Basophils")],
+                   "val": [pathmmu_item(4)]},
+        "PathCLS": {"test_tiny": [pathmmu_item(5, source_img="CRC100K/ADI/x.tif")],
+                    "test": [pathmmu_item(6, source_img="CRC100K/TUM/y.tif", img="absent.jpg")],
+                    "val": [pathmmu_item(7, source_img="z.tif")]},
+        "EduContent": {"test": [pathmmu_item(8, answer="C) Plasma cells")], "test_tiny": [pathmmu_item(9)]},
+    }
+    (folder / "images").mkdir(parents=True, exist_ok=True)
+    for no in (1, 2, 3, 4, 5, 7, 8, 9):
+        (folder / "images" / f"img_{no}.jpg").write_bytes(png(no * 20))
+    (folder / "data.json").write_text(json.dumps(data, indent=indent))
+    return folder / "data.json"
+
+
+def medxpert_record(key: str, question: str, label: str = "B", images: list[str] | None = None,
+                    body_system: str = "Digestive") -> dict[str, Any]:
+    options = {"A": "Adenocarcinoma", "B": "Carcinoid tumor", "C": "Lymphoma", "D": "Leiomyoma", "E": "GIST"}
+    choices = " ".join(f"({k}) {v}" for k, v in options.items())
+    return {"id": key, "question": f"{question} Answer Choices: {choices}", "options": options, "label": label,
+            "images": images or [f"{key}-a.jpeg"], "medical_task": "Diagnosis", "body_system": body_system,
+            "question_type": "Reasoning"}
+
+
+def write_medxpert(folder: Path) -> Path:
+    """TsinghuaC3I/MedXpertQA MM: test.jsonl rows and images/<name>; a CT question is not pathology."""
+    records = [
+        medxpert_record("MM-1", "A 54-year-old man has a gastric mass. A photomicrograph of the biopsy is shown. "
+                                "What is the most likely diagnosis?"),
+        medxpert_record("MM-2", "A 40-year-old woman has abdominal pain. Her CT scan is shown. What is the next step?"),
+        medxpert_record("MM-3", "Histologic sections (Figures A and B) of the resected lesion are shown. "
+                                "What is the diagnosis?", images=["MM-3-a.jpeg", "MM-3-b.jpeg"]),
+        medxpert_record("MM-4", "Light microscopy of the kidney biopsy is shown. Which finding is expected?",
+                        label="F"),
+    ]
+    (folder / "images").mkdir(parents=True, exist_ok=True)
+    for name, shade in (("MM-1-a.jpeg", 30), ("MM-2-a.jpeg", 60), ("MM-3-a.jpeg", 90), ("MM-3-b.jpeg", 120),
+                        ("MM-4-a.jpeg", 150)):
+        (folder / "images" / name).write_bytes(png(shade, (20, 10)))
+    (folder / "test.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return folder / "test.jsonl"
+
+
+def omnimed_record(qid: str, dataset: str, modality: str | None, gt: str, n_options: int = 4,
+                   modality_key: str = "modality_type") -> dict[str, Any]:
+    options = ["Normal tissue", "Adenocarcinoma", "Squamous cell carcinoma", "Lymphoma"][:n_options]
+    record: dict[str, Any] = {"question_id": qid, "dataset": dataset, "question_type": "Disease Diagnosis",
+                              "question": "What abnormality is shown in this image?", "gt_answer": gt,
+                              "image_path": f"Images/{dataset}/{qid}.png"}
+    record.update({f"option_{letter}": text for letter, text in zip("ABCD", options, strict=False)})
+    if modality is not None:
+        record[modality_key] = modality
+    return record
+
+
+def write_omnimed(folder: Path) -> Path:
+    """OmniMedVQA QA_information records (keys differ between records), concatenated, with Images/<dataset>/."""
+    records = [
+        omnimed_record("q1", "LC25000", "Microscopy Images", "Adenocarcinoma"),
+        omnimed_record("q2", "Chest X-Ray", "X-Ray", "Normal tissue"),
+        omnimed_record("q3", "BreakHis", "Microscopy Images", "Normal tissue", n_options=2),
+        omnimed_record("q4", "MHIST", "Microscopy Images", "Lymphoma", modality_key="modality"),
+        omnimed_record("q5", "LC25000", "Microscopy Images", "Benign (not an option)"),
+    ]
+    for record in records:
+        path = folder / record["image_path"]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(png(len(record["question_id"]) * 40))
+    (folder / "test.json").write_text(json.dumps(records, indent=2))
+    return folder / "test.json"
+
+
+def write_pathbind(folder: Path, dimensions: tuple[str, ...] = ("D1", "D2", "D6")) -> Path:
+    """The PathBind release's local format: id, image, question, options, answer, dimension, source."""
+    n = len(dimensions)
+    return write_parquet(folder / "test.parquet", {
+        "id": [f"pb-{i}" for i in range(n)], "image": [{"bytes": png(40 * i), "path": None} for i in range(n)],
+        "question": [f"Which structure is marked {i}?" for i in range(n)],
+        "options": [["Gland", "Vessel", "Nerve", "Duct"]] * n, "answer": ["A", "C", "Z"][:n],
+        "dimension": list(dimensions), "source": ["PathMMU", "Quilt-VQA", "Path-VQA"][:n]})
+
+
+def write_all(root: Path) -> Path:
+    """Every dataset in its documented PATHBIND_DATA layout under root (as a user would lay them out)."""
+    write_path_vqa(root / "path_vqa")
+    write_quilt_vqa(root / "quilt_vqa")
+    write_pathmmu(root / "pathmmu")
+    write_medxpert(root / "medxpert_path")
+    write_omnimed(root / "omnimed_bright")
+    write_pathbind(root / "pathbind_vqa")
+    write_pathbind(root / "pathbind_pta", ("D1", "D5"))
+    return root
+
+
+@pytest.fixture
+def data_root(tmp_path, monkeypatch) -> Path:
+    """All fixtures under one PATHBIND_DATA root, which the converters read their image files from."""
+    monkeypatch.setenv("PATHBIND_DATA", str(tmp_path / "data"))
+    return write_all(tmp_path / "data")
+
+
+def load(builder: str, path: Path, split: str = "test", **kwargs: Any) -> datasets.Dataset:
+    """Through the real datasets loader, as lmms-eval calls it."""
+    return datasets.load_dataset(builder, data_files={split: str(path)}, split=split, **kwargs)
+
+
+def pathmmu_load_kwargs() -> dict[str, Any]:
+    """The builder kwargs the PathMMU YAML hands datasets (lmms-eval's download keys removed)."""
+    kwargs = read_task_yaml(TASKS / "pathmmu" / "pathbind_pathmmu_test.yaml")["dataset_kwargs"]
+    return {k: v for k, v in kwargs.items() if k not in (*LMMS_EVAL_KWARGS, "data_files")}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Answer mapping
+# ---------------------------------------------------------------------------------------------------
+
+def test_answers_map_to_letters_only_when_unambiguous():
+    """Letters alone or with a delimiter, option texts exactly; "A cell" is text; a letter past the options is None."""
+    assert letter_answer("B) Eosinophils", 4) == "B" and letter_answer("(C)", 4) == "C" and letter_answer("D", 4) == "D"
+    assert letter_answer("A cell", 4) is None and letter_answer("E", 4) is None
+    assert text_answer("adenocarcinoma ", ["Normal", "Adenocarcinoma"]) == "B"
+    assert text_answer("Benign", ["Normal", "Adenocarcinoma"]) is None
+    assert strip_letter_prefixes(["A) x", "B) y"]) == ["x", "y"]
+    assert strip_letter_prefixes(["A) x", "y"]) == ["A) x", "y"]
+    assert [yes_no(a) for a in ("Yes", "no.", "left", None)] == ["yes", "no", None, None]
+
+
+# ---------------------------------------------------------------------------------------------------
+# One converter per source, on its raw layout loaded through datasets
+# ---------------------------------------------------------------------------------------------------
+
+def test_path_vqa_keeps_its_yes_no_questions(tmp_path):
+    """Open-ended rows are dropped; ids carry the split and the raw row; answers are lower-case yes/no."""
+    docs = path_vqa.convert(load("parquet", write_path_vqa(tmp_path)))
+    assert docs["id"] == ["path_vqa-test-0", "path_vqa-test-2", "path_vqa-test-3"]
+    assert docs["answer"] == ["yes", "no", "yes"] and set(docs["source"]) == {"Path-VQA"}
+    assert docs[0]["image"].size == (12, 10) and docs["dimension"] == [None] * 3
+
+
+def test_quilt_vqa_keeps_closed_questions_and_flags_a_closed_answer_that_is_not_yes_no(tmp_path):
+    """OPEN rows are dropped; the label opens the answer sentence; a CLOSED answer with none keeps its text."""
+    docs = quilt_vqa.convert(load("parquet", write_quilt_vqa(tmp_path), split="train"))
+    assert docs["id"] == ["quilt_vqa-0", "quilt_vqa-2", "quilt_vqa-3"]
+    assert docs["answer"] == ["yes", "no", "It is on the left side of the field."]
+
+
+def test_quilt_vqa_prefers_the_yes_no_answer_field(tmp_path):
+    """Where the data carries the release's yes_no_answer, that label wins over the sentence."""
+    path = write_quilt_vqa(tmp_path, yes_no_answer=["no", None, "yes", "No"])
+    assert quilt_vqa.convert(load("parquet", path, split="train"))["answer"] == ["no", "yes", "no"]
+
+
+@pytest.mark.parametrize("indent", [None, 2])
+def test_pathmmu_reads_data_json_with_the_yaml_loader_settings(data_root, indent):
+    """test-all = test + test_tiny of every subset; "A) " prefixes stripped; letters kept; source per subset."""
+    raw = load("json", write_pathmmu(data_root / "pathmmu", indent=indent), **pathmmu_load_kwargs())
+    docs = pathmmu.convert_test(raw)
+    assert docs["id"] == ["PubMed-test-2", "PubMed-test-3", "PubMed-test_tiny-1", "PathCLS-test-6",
+                          "PathCLS-test_tiny-5", "EduContent-test-8", "EduContent-test_tiny-9"]
+    first = docs[0]
+    assert first["options"] == ["Neutrophils", "Eosinophils", "Plasma cells", "Mast cells"]
+    assert first["answer"] == "B" and first["source"] == "PathMMU/PubMed" and first["dimension"] is None
+    assert first["question"] == "Which cells predominate in field 2?" and first["image"].size == (12, 10)
+    assert pathmmu.convert_test_tiny(raw)["id"] == ["PubMed-test_tiny-1", "PathCLS-test_tiny-5",
+                                                    "EduContent-test_tiny-9"]
+
+
+def test_pathmmu_items_with_a_bad_answer_or_a_missing_image_stay_in(data_root):
+    """"F) Basophils" of four options keeps its raw text; an image absent from images/ is named by the check."""
+    docs = pathmmu.test_full(load("json", write_pathmmu(data_root / "pathmmu"), **pathmmu_load_kwargs()))
+    by_id = {d["id"]: d for d in docs if d["condition"] == "image"}
+    assert by_id["PubMed-test-3"]["answer"] == "F) Basophils"
+    assert "absent.jpg" in by_id["PathCLS-test-6"]["image_error"]
+    assert str(data_root / "pathmmu" / "images") in by_id["PathCLS-test-6"]["image_error"]
+    assert by_id["PubMed-test-2"]["image_error"] == ""
+
+
+def test_pathmmu_read_in_blocks_fails_with_the_fix(data_root):
+    """A data.json the loader reads in chunks loses its split names: a clear error, not a silent mix-up."""
+    raw = load("json", write_pathmmu(data_root / "pathmmu", indent=2), chunksize=256)
+    with pytest.raises(ValueError, match="chunksize"):
+        pathmmu.convert_test(raw)
+
+
+def test_medxpert_path_selects_pathology_questions_and_strips_the_answer_choices(data_root):
+    """The CT question is left out; the stem loses "Answer Choices: ..."; two figures become one image."""
+    docs = medxpert.convert(load("json", data_root / "medxpert_path" / "test.jsonl"))
+    assert docs["id"] == ["MM-1", "MM-3", "MM-4"]
+    first = docs[0]
+    assert first["question"].endswith("most likely diagnosis?") and "Answer Choices" not in first["question"]
+    assert first["options"] == ["Adenocarcinoma", "Carcinoid tumor", "Lymphoma", "Leiomyoma", "GIST"]
+    assert first["answer"] == "B" and first["image"].size == (20, 10)
+    assert docs[1]["image"].size == (2 * 768 * 2 + 16, 768)
+    assert docs[2]["answer"] == "F"  # a sixth option of five: kept raw, so the scorer counts it invalid
+
+
+def test_medxpert_path_follows_an_id_list_when_one_is_given(data_root):
+    """pathology_ids.txt beside the data replaces the keyword rule (to reproduce a published selection)."""
+    (data_root / "medxpert_path" / "pathology_ids.txt").write_text("MM-2\nMM-4\n")
+    assert medxpert.convert(load("json", data_root / "medxpert_path" / "test.jsonl"))["id"] == ["MM-2", "MM-4"]
+
+
+def test_omnimed_bright_reads_release_records_of_differing_keys(data_root):
+    """Microscopy only (either modality key); two-option items; gt_answer text becomes its letter."""
+    docs = omnimed.convert(load("json", data_root / "omnimed_bright" / "test.json"))
+    assert docs["id"] == ["q1", "q3", "q4", "q5"]
+    assert docs["answer"][:3] == ["B", "A", "D"] and docs["options"][1] == ["Normal tissue", "Adenocarcinoma"]
+    assert docs["source"][0] == "OmniMedVQA/LC25000" and docs[0]["image"].size == (12, 10)
+    assert docs["answer"][3] == "Benign (not an option)"
+
+
+def test_omnimed_bright_follows_an_id_list_when_one_is_given(data_root):
+    """question_ids.txt beside the data replaces the modality rule (OmniMed-Bright's own selection is unpublished)."""
+    (data_root / "omnimed_bright" / "question_ids.txt").write_text("q2\nq3\n")
+    assert omnimed.convert(load("json", data_root / "omnimed_bright" / "test.json"))["id"] == ["q2", "q3"]
+
+
+def test_pathbind_vqa_local_format(data_root):
+    """Columns pass through; an answer that is not an option letter stays as it is, for the scorer."""
+    docs = pathbind_vqa.convert_vqa(load("parquet", data_root / "pathbind_vqa" / "test.parquet"))
+    assert docs["dimension"] == ["D1", "D2", "D6"] and docs["answer"] == ["A", "C", "Z"]
+    assert docs["options"][0] == ["Gland", "Vessel", "Nerve", "Duct"] and docs[0]["image"].size == (12, 10)
+
+
+def test_pathbind_vqa_image_paths_resolve_against_the_data_folder(data_root):
+    """A release that stores file names instead of image bytes reads them from $PATHBIND_DATA/<set>/images/."""
+    folder = data_root / "pathbind_pta"
+    (folder / "images").mkdir()
+    (folder / "images" / "a.png").write_bytes(png(5))
+    write_parquet(folder / "test.parquet", {"id": ["x", "y"], "image": ["a.png", "b.png"], "question": ["q?", "q?"],
+                                            "options": [["u", "v"], ["u", "v"]], "answer": ["B", "A"],
+                                            "dimension": ["D1", "D2"], "source": ["atlas", "atlas"]}, ())
+    docs = pathbind_vqa.pta_full(load("parquet", folder / "test.parquet"))
+    assert docs[0]["image"].size == (12, 10) and docs["image_error"][0] == ""
+    assert "b.png" in docs["image_error"][2] and docs["condition"] == ["image", "text", "image", "text"]
+
+
+def test_an_unreadable_embedded_image_is_kept_with_its_error(tmp_path):
+    """Corrupt bytes: the item stays, with the decoding error for the scorer; the others are untouched."""
+    path = write_parquet(tmp_path / "test.parquet", {"image": [{"bytes": b"not an image", "path": "x.jpg"},
+                                                               {"bytes": png(1), "path": "y.jpg"}],
+                                                     "question": ["a?", "b?"], "answer": ["yes", "no"]})
+    docs = path_vqa.image_only(load("parquet", path))
+    assert docs["image_error"][0].startswith("unreadable image") and docs["image_error"][1] == ""
+
+
+def test_no_image_folder_at_all_fails_before_any_model_call(data_root, tmp_path, monkeypatch):
+    """File-name sources need $PATHBIND_DATA/<name>/ or the unpacked hub download; without either, say so."""
+    raw = load("json", data_root / "medxpert_path" / "test.jsonl")
+    monkeypatch.delenv("PATHBIND_DATA")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "empty-hf-home"))
+    with pytest.raises(ValueError, match="no folder with the image files: neither PATHBIND_DATA/medxpert_path/"):
+        medxpert.convert(raw)
+
+
+@pytest.mark.parametrize(("module", "columns", "missing"), [
+    (path_vqa, {"image": [{"bytes": png(1), "path": None}], "question": ["q?"]}, "answer"),
+    (quilt_vqa, {"image": [{"bytes": png(1), "path": None}], "question": ["q?"], "answer": ["yes"]}, "answer_type"),
+    (pathbind_vqa, {"id": ["1"], "image": [{"bytes": png(1), "path": None}], "question": ["q?"], "answer": ["A"],
+                    "dimension": ["D1"], "source": ["s"]}, "options"),
+])
+def test_a_missing_column_fails_before_any_model_call(tmp_path, module, columns, missing):
+    """The error names the dataset, the missing column and the columns present."""
+    raw = load("parquet", write_parquet(tmp_path / "test.parquet", columns))
+    convert = getattr(module, "convert", None) or module.convert_vqa
+    with pytest.raises(ValueError, match=f"no column '{missing}'") as error:
+        convert(raw)
+    assert "present: " in str(error.value) and "'question'" in str(error.value) and "README" in str(error.value)
+
+
+def test_json_sources_name_their_missing_fields(data_root):
+    """MedXpertQA without labels and a PathMMU item without options fail with the field named."""
+    rows = [json.loads(line) for line in (data_root / "medxpert_path" / "test.jsonl").read_text().splitlines()]
+    (data_root / "bad.jsonl").write_text("".join(json.dumps({k: v for k, v in r.items() if k != "label"}) + "\n"
+                                                 for r in rows))
+    with pytest.raises(ValueError, match="MedXpertQA-MM: the raw data has no column 'label'"):
+        medxpert.convert(load("json", data_root / "bad.jsonl"))
+    (data_root / "bad.json").write_text(json.dumps({"PubMed": {"test": [{"No": 1, "img": "a.jpg", "question": "q",
+                                                                          "answer": "A) x"}]}}))
+    with pytest.raises(ValueError, match="no item key 'options'"):
+        pathmmu.convert_test(load("json", data_root / "bad.json", **pathmmu_load_kwargs()))
+
+
+def test_process_docs_repeat_each_item_with_and_without_the_image(data_root):
+    """The task's process_docs converts, then pairs every item across the image and text conditions."""
+    docs = path_vqa.full(load("parquet", data_root / "path_vqa" / "test.parquet"))
+    assert docs["condition"] == ["image", "text"] * 3 and docs["id"][::2] == docs["id"][1::2]
+    assert set(path_vqa.image_only(load("parquet", data_root / "path_vqa" / "test.parquet"))["condition"]) \
+        == {"image"}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Task YAMLs
+# ---------------------------------------------------------------------------------------------------
+
+def test_every_task_has_its_image_and_thinking_variants_and_the_group_lists_the_sources():
+    """Variants exist for each base task, share its data, and the sources group runs the five benchmarks."""
+    names = {e.name: e for e in plugin_tasks(make_plugin_manager())}
+    for task in BASE_TASKS:
+        base = read_task_yaml(names[task].yaml_path)
+        for variant in (f"{task}_image", f"{task}_think"):
+            config = read_task_yaml(names[variant].yaml_path)
+            assert config["task"] == variant
+            assert config["dataset_path"] == base["dataset_path"] and config["test_split"] == base["test_split"]
+            assert config["metadata"].get("pathbind_data") == base["metadata"]["pathbind_data"]
+        assert read_task_yaml(names[f"{task}_think"].yaml_path)["lmms_eval_specific_kwargs"]["default"]["thinking"]
+        assert read_task_yaml(names[f"{task}_image"].yaml_path)["process_docs"].endswith("image_only")
+    group = read_task_yaml(names["pathbind_vqa_sources"].yaml_path)
+    assert group["task"] == list(SOURCE_TASKS)
+
+
+def test_hub_caches_match_the_yamls():
+    """The converters look for unzipped images where the YAML tells lmms-eval to put them."""
+    for module, yaml in ((pathmmu, "pathmmu/pathbind_pathmmu_test.yaml"),
+                         (medxpert, "medxpert_path/pathbind_medxpert_path.yaml")):
+        config = read_task_yaml(TASKS / yaml)
+        assert config["dataset_kwargs"]["cache_dir"] == module.HUB_CACHE
+        assert config["metadata"]["pathbind_data"] == module.DATA_NAME
+
+
+def test_gated_sets_without_data_fail_with_the_variable_to_set(monkeypatch):
+    """pathbind_vqa and pathbind_omnimed_bright have no public location: the bridge says what to set."""
+    monkeypatch.delenv("PATHBIND_DATA", raising=False)
+    for task in ("pathbind_vqa", "pathbind_pta_image", "pathbind_omnimed_bright"):
+        path = next(e.yaml_path for e in plugin_tasks(make_plugin_manager()) if e.name == task)
+        with pytest.raises(ValueError, match="PATHBIND_DATA"):
+            apply_data_root(read_task_yaml(path))
+
+
+# ---------------------------------------------------------------------------------------------------
+# End to end through the installed lmms_eval CLI
+# ---------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def cli_root(tmp_path_factory) -> Path:
+    return write_all(tmp_path_factory.mktemp("sources") / "data")
+
+
+FAMILIES = ("pathmmu", "quilt_vqa", "path_vqa", "medxpert_path", "omnimed_bright", "pathbind_vqa")
+OWN_TASKS = sorted(e.name for e in plugin_tasks(make_plugin_manager()) if e.kind == "task" and e.family in FAMILIES)
+
+
+@pytest.mark.parametrize("name", OWN_TASKS)
+def test_every_task_builds_and_renders_from_its_data_folder(task_manager, cli_root, monkeypatch, name):
+    """lmms-eval builds each task and variant from its benchmark's PATHBIND_DATA copy (a variant shares its base
+    task's folder); two docs render their question and a reference, with an image unless text-only."""
+    monkeypatch.setenv("PATHBIND_DATA", str(cli_root))
+    task = task_manager.load_task_or_group([name])[name]
+    docs = list(task.test_docs())[:2]
+    assert len(docs) == 2
+    for doc in docs:
+        assert " ".join(doc["question"].split()) in task.doc_to_text(doc)
+        assert task.doc_to_target(doc) not in (None, "")
+        assert len(task.doc_to_visual(doc)) == (0 if doc["condition"] == "text" else 1)
+
+
+@pytest.mark.slow
+def test_blind_model_runs_a_yes_no_source_an_mcq_source_and_pathbind_vqa(cli_root, tmp_path):
+    """PATHBIND_DATA copies in the raw layouts: every metric is reported; the invalid items are counted.
+
+    PathMMU's release layout and variants reading their base task's folder run in the same evaluation.
+    """
+    tasks = ["pathbind_path_vqa", "pathbind_medxpert_path", "pathbind_vqa", "pathbind_pathmmu_test_tiny_image",
+             "pathbind_quilt_vqa_think"]
+    result = lmms_eval(tmp_path, "pathbind_blind", ",".join(tasks), env={"PATHBIND_DATA": str(cli_root)})
+    for task in tasks:
+        for name in ("acc_image", "invalid_rate") if task.endswith("_image") else ("acc_image", "acc_text", "mg",
+                                                                                   "invalid_rate"):
+            assert isinstance(metric(result, task, name), float), (task, name)
+    assert metric(result, "pathbind_path_vqa", "invalid_rate") == 0  # the blind control always answers yes or no
+    assert metric(result, "pathbind_medxpert_path", "invalid_rate") == pytest.approx(100 / 3)  # MM-4's label "F"
+    assert metric(result, "pathbind_vqa", "invalid_rate") == pytest.approx(100 / 3)  # pb-2's answer "Z"
+    assert metric(result, "pathbind_pathmmu_test_tiny_image", "invalid_rate") == 0
+    assert metric(result, "pathbind_quilt_vqa_think", "invalid_rate") == pytest.approx(100 / 3)  # "on the left"
+    assert metric(result, "pathbind_path_vqa", "accounting") == {
+        "rows": 4, "evaluated": 3, "dropped": {"open-ended (answer is not yes or no)": 1}}
+    assert metric(result, "pathbind_medxpert_path", "accounting") == {
+        "rows": 4, "evaluated": 3, "dropped": {"not a pathology question": 1}}  # MM-2's CT scan
+    log = next(result["out"].rglob("*medxpert_path.jsonl"))
+    records = [json.loads(line)["acc_image"] for line in log.read_text().splitlines()]
+    bad = [r for r in records if r["id"] == "MM-4"]
+    assert len(bad) == 2 and all(not r["valid"] and "'F'" in r["reason"] for r in bad)  # both conditions
+
+
+@pytest.mark.slow
+def test_lmms_eval_dummy_model_runs_a_source_task(cli_root, tmp_path):
+    """lmms-eval's built-in dummy model (always "A") runs pathbind_omnimed_bright from its PATHBIND_DATA copy."""
+    result = lmms_eval(tmp_path, "dummy", "pathbind_omnimed_bright", env={"PATHBIND_DATA": str(cli_root)})
+    assert metric(result, "pathbind_omnimed_bright", "acc_image") == pytest.approx(25.0)  # q3 of four is A
+    assert metric(result, "pathbind_omnimed_bright", "invalid_rate") == pytest.approx(25.0)  # q5 answers no option
+
+
+
+def test_pathmmu_options_given_as_one_string_make_the_item_invalid_not_characters(data_root):
+    """A release whose options are one string ("A) x | B) y") has no agreed separator: each item is invalid with
+    the reason, never split into one option per character."""
+    folder = data_root / "pathmmu"
+    (folder / "images").mkdir(parents=True, exist_ok=True)
+    (folder / "images" / "img_1.jpg").write_bytes(png(20))
+    item = {**pathmmu_item(1), "options": "A) Neutrophils | B) Eosinophils"}
+    (folder / "data.json").write_text(json.dumps({"PubMed": {"test": [item], "test_tiny": []}}))
+    docs = pathmmu.test_full(load("json", folder / "data.json", **pathmmu_load_kwargs()))
+    doc = next(d for d in docs if d["condition"] == "image")
+    assert doc["options"] == [] and "field 'options'" in doc["doc_error"] and "is a str" in doc["doc_error"]
+    record = process_results(doc, ["<answer>B</answer>"])["acc_image"]
+    assert not record["valid"] and record["reason"] == doc["doc_error"]
