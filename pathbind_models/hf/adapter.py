@@ -220,8 +220,11 @@ class HFAdapter:
     def _encode(self, prompts: list[str], images: list[list[Image.Image]],
                 padding_side: str = "right") -> dict[str, torch.Tensor]:
         image_arg = images if any(images) else None
+        # A chat template that writes the BOS gets no second one from the tokenizer (transformers' own rule).
+        bos = self.processor.tokenizer.bos_token
+        special = not (bos and all(prompt.startswith(bos) for prompt in prompts))
         inputs = self.processor(text=prompts, images=image_arg, return_tensors="pt", padding=True,
-                                padding_side=padding_side)
+                                padding_side=padding_side, add_special_tokens=special)
         return {k: v.to(self.input_device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
 

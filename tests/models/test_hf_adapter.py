@@ -115,7 +115,9 @@ def test_text_only_and_blank_images_work(adapter):
     encoded = adapter._encode([prompt], [[]])
     assert not (encoded["input_ids"] == adapter.config.image_token_id).any()
     assert not {"pixel_values", "image_grid_thw"} & set(encoded)
-    direct = adapter.processor(text=[prompt], return_tensors="pt")
+    messages = [{"role": "user", "content": [{"type": "text", "text": text}]}]
+    direct = adapter.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                                   return_dict=True, return_tensors="pt", **adapter.template_kwargs)
     with torch.inference_mode():
         output = adapter.model.generate(**direct, max_new_tokens=4, do_sample=False)
     expected = adapter.processor.batch_decode(output[:, direct["input_ids"].shape[1]:], skip_special_tokens=True)
@@ -128,6 +130,19 @@ def test_text_only_and_blank_images_work(adapter):
     assert np.isfinite(on_blank.map).all() and (on_blank.map > 0).all()
     scores = adapter.option_logprobs([blank], "Is this tissue malignant? Answer Yes or No.", ["Yes", "No"])
     assert scores.shape == (2,) and np.all(scores < 0)
+
+
+def test_prompts_are_tokenised_as_the_chat_template_tokenises_them(adapter):
+    """The ids the model sees are those of transformers' own tokenising chat template: one BOS at most, also for
+    templates that write it themselves (Gemma3, Idefics3)."""
+    text = "Is this tissue malignant?"
+    messages = [{"role": "user", "content": [{"type": "text", "text": text}]}]
+    expected = adapter.processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
+                                                     return_dict=True, **adapter.template_kwargs)["input_ids"]
+    ids = adapter._encode([adapter._prompt(0, text)], [[]])["input_ids"][0].tolist()
+    assert ids == list(expected[0] if isinstance(expected[0], list) else expected)
+    bos = adapter.processor.tokenizer.bos_token_id
+    assert bos is None or ids.count(bos) <= 1
 
 
 def test_option_scores_equal_separate_forwards(adapter):
