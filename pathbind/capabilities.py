@@ -75,7 +75,7 @@ EVERY_CONDITION = "*"  # every document: the whole task (any task of the run) is
 CONDITION_LABELS = {"text": "text-only (no image)"}
 _LLAVA_HF_CHAT = "lmms_eval.models.chat.llava_hf.LlavaHf"
 _LLAVA_HF_SIMPLE = "lmms_eval.models.simple.llava_hf.LlavaHf"
-# Measured with lmms-eval 0.7.3 and transformers 5 on PathBind's demo tasks (tests/test_lmms_wrappers.py, the
+# Measured with lmms-eval 0.7.3 and transformers 5 on PathBind's demo tasks (tests/core/test_lmms_wrappers.py, the
 # README's wrapper table); keyed by the exact class, since a subclass may override generate_until.
 KNOWN_CONDITION_FAILURES = {
     _LLAVA_HF_CHAT: {"text": "its chat generate_until calls the processor with images=[] for a document without "

@@ -20,7 +20,7 @@ class UserTurn:
     """A task's ``doc_to_messages``, made from the ``doc_to_visual`` and ``doc_to_text`` its YAML names.
 
     A YAML that overrides either of them must override ``doc_to_messages`` with a matching ``UserTurn``
-    (``tests/test_served_models.py`` checks every plugin task).
+    (``tests/models/test_served_models.py`` checks every plugin task).
     """
 
     doc_to_visual: Callable[..., Any]
