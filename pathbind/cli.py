@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from loguru import logger
 
 from pathbind.catalog import plugin_tasks
 from pathbind.data import DataLocationError
@@ -138,6 +141,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(args.command, f"{exc.filename}: {exc.strerror}" if exc.filename else str(exc))
 
 
+def console() -> None:
+    """The ``pathbind`` command. Log lines are bare and from WARNING up (lmms-eval's task indexing logs each base
+    YAML at DEBUG); ``LOGURU_LEVEL`` keeps loguru's own format at the level it names."""
+    if "LOGURU_LEVEL" not in os.environ:
+        logger.remove()
+        logger.add(sys.stderr, level="WARNING", format="{message}")
+    sys.exit(main())
+
+
 def _error(command: str, message: str) -> int:
     print(f"pathbind {command}: error: {message}", file=sys.stderr)
     return FAILURE
@@ -148,4 +160,4 @@ def _print(rows: list[dict], columns: list[str], as_json: bool) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

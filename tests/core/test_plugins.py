@@ -76,6 +76,15 @@ def test_plugins_can_be_disabled_by_name(monkeypatch):
     assert pm.is_blocked("example") and pm.is_blocked("pathbind_models")
 
 
+def test_doctor_lists_a_disabled_plugin_as_disabled_and_nothing_else(monkeypatch):
+    """A blocked name is one WARN line, never an OK line for pluggy's placeholder."""
+    from pathbind.doctor import _plugins
+
+    monkeypatch.setenv("PATHBIND_DISABLE_PLUGINS", "example")
+    checks = [(c.name, c.status, c.detail) for c in _plugins(make_plugin_manager()) if c.name == "plugin example"]
+    assert checks == [("plugin example", "WARN", "disabled by PATHBIND_DISABLE_PLUGINS")]
+
+
 def test_a_disabled_plugin_is_never_imported(tmp_path, monkeypatch):
     """Disabling a plugin that cannot be imported silences it: pluggy blocks the name before the entry point loads."""
     write_plugin(tmp_path, "broken_plugin", "raise ImportError('needs a GPU library')\n")
