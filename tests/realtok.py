@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from pathbind_models.hf.families.tiny_parts import TEXT
+from pathbind_models.hf.tiny_parts import TEXT
 
 REALTOK = Path(__file__).resolve().parents[2] / "shared" / "realtok"
 NAMES = ("qwen2_5_vl", "llava")

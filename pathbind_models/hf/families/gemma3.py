@@ -20,7 +20,7 @@ TEMPLATE = (  # the family's own chat template
 def build_tiny() -> tuple[Any, Any, Any]:
     from transformers import Gemma3Config, Gemma3ImageProcessor, Gemma3Processor, GemmaTokenizer
 
-    from pathbind_models.hf.families.tiny_parts import VISION, finish, learn_bpe, text_config
+    from pathbind_models.hf.tiny_parts import VISION, finish, learn_bpe, text_config
 
     named = {"boi_token": "<start_of_image>", "eoi_token": "<end_of_image>", "image_token": "<image_soft_token>"}
     specials = ["<pad>", "<eos>", "<bos>", "<unk>", "<mask>", "<start_of_turn>", "<end_of_turn>", *named.values()]

@@ -45,7 +45,7 @@ IDEFICS3_TEMPLATE = (  # the family's own chat template
 def build_tiny() -> tuple[Any, Any, Any]:
     from transformers import Idefics3Config, Idefics3ForConditionalGeneration, Idefics3ImageProcessor, Idefics3Processor
 
-    from pathbind_models.hf.families.tiny_parts import VISION, backend_tokenizer, byte_level_backend, text_config
+    from pathbind_models.hf.tiny_parts import VISION, backend_tokenizer, byte_level_backend, text_config
 
     specials = ["<|begin_of_text|>", "<|end_of_text|>", *IDEFICS_SPECIALS]
     tokenizer = backend_tokenizer(byte_level_backend(specials), specials, bos_token="<|begin_of_text|>",

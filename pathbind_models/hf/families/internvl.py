@@ -53,7 +53,7 @@ def build_tiny() -> tuple[Any, Any, Any]:
         InternVLVideoProcessor,
     )
 
-    from pathbind_models.hf.families.tiny_parts import VISION, text_config
+    from pathbind_models.hf.tiny_parts import VISION, text_config
 
     named = {"start_image_token": "<img>", "end_image_token": "</img>", "context_image_token": "<IMG_CONTEXT>",
              "video_token": "<video>"}

@@ -29,7 +29,7 @@ TEMPLATE = (  # the family's own chat template
 def build_tiny() -> tuple[Any, Any, Any]:
     from transformers import CLIPImageProcessor, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
 
-    from pathbind_models.hf.families.tiny_parts import VISION, backend_tokenizer, llama2_backend, text_config
+    from pathbind_models.hf.tiny_parts import VISION, backend_tokenizer, llama2_backend, text_config
 
     specials = ["<unk>", "<s>", "</s>", "<image>", "<pad>"]
     tokenizer = backend_tokenizer(llama2_backend(specials), specials, unk_token="<unk>", bos_token="<s>",

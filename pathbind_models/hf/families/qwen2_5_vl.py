@@ -24,7 +24,7 @@ def build_tiny() -> tuple[Any, Any, Any]:
         Qwen2VLVideoProcessor,
     )
 
-    from pathbind_models.hf.families.tiny_parts import TEXT, text_config
+    from pathbind_models.hf.tiny_parts import TEXT, text_config
 
     tokenizer = qwen_tokenizer(QWEN_SPECIALS, image_token="<|image_pad|>", video_token="<|video_pad|>")
     processor = qwen_processor(Qwen2_5_VLProcessor, Qwen2VLVideoProcessor, tokenizer, 14, 56 * 56, 224 * 224,

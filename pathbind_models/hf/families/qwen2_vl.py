@@ -42,7 +42,7 @@ QWEN_TEMPLATE = (
 def qwen_tokenizer(specials: list[str], **named: str) -> Any:
     from transformers import Qwen2Tokenizer
 
-    from pathbind_models.hf.families.tiny_parts import finish, learn_bpe
+    from pathbind_models.hf.tiny_parts import finish, learn_bpe
 
     vocab, merges = learn_bpe(specials)
     tokenizer = Qwen2Tokenizer(vocab=vocab, merges=merges, eos_token="<|im_end|>",
@@ -75,7 +75,7 @@ def qwen_processor(processor_class: Any, video_class: Any, tokenizer: Any, patch
 def build_tiny() -> tuple[Any, Any, Any]:
     from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLProcessor, Qwen2VLVideoProcessor
 
-    from pathbind_models.hf.families.tiny_parts import TEXT, text_config
+    from pathbind_models.hf.tiny_parts import TEXT, text_config
 
     tokenizer = qwen_tokenizer(QWEN_SPECIALS, image_token="<|image_pad|>", video_token="<|video_pad|>")
     # max_pixels = 224²: a 224×224 image is 16×16 patches of 14 → 8×8 tokens after the 2×2 merge; larger ones shrink.

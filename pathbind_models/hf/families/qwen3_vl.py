@@ -23,7 +23,7 @@ QWEN3_TEMPLATE = QWEN_TEMPLATE.replace(
 def build_tiny() -> tuple[Any, Any, Any]:
     from transformers import Qwen3VLConfig, Qwen3VLForConditionalGeneration, Qwen3VLProcessor, Qwen3VLVideoProcessor
 
-    from pathbind_models.hf.families.tiny_parts import TEXT, text_config
+    from pathbind_models.hf.tiny_parts import TEXT, text_config
 
     tokenizer = qwen_tokenizer(QWEN_SPECIALS, image_token="<|image_pad|>", video_token="<|video_pad|>")
     # Patches of 16 merged 2×2: factor 32. The real min_pixels 256² upscales a 224×224 image to 256 → 8×8 tokens;

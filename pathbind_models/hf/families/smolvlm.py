@@ -19,7 +19,7 @@ def build_tiny() -> tuple[Any, Any, Any]:
         SmolVLMVideoProcessor,
     )
 
-    from pathbind_models.hf.families.tiny_parts import VISION, backend_tokenizer, byte_level_backend, text_config
+    from pathbind_models.hf.tiny_parts import VISION, backend_tokenizer, byte_level_backend, text_config
 
     specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<video>", *IDEFICS_SPECIALS]
     named = {"fake_image_token": "<fake_token_around_image>", "image_token": "<image>",
