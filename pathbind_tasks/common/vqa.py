@@ -30,9 +30,10 @@ METRICS = {"full": BASE_METRICS, "image_only": IMAGE_ONLY_METRICS, "ablation": A
 ADDED = ("answer_format", "condition_set")  # columns process_docs computes
 
 
-def answer_format(fields: Iterable[str]) -> str:
-    """``mcq`` for a schema with ``options`` (the MCQ converters'), else ``yesno``: the template and the parser."""
-    return "mcq" if "options" in fields else "yesno"
+def answer_format(options: Iterable[Any]) -> str:
+    """``mcq`` when any document has options, else ``yesno``: the template and the parser. A yes/no set written
+    with pandas beside MCQ sets may carry an ``options`` column of nulls: that is not an MCQ set."""
+    return "mcq" if any(value is not None for value in options) else "yesno"
 
 
 def vqa_docs(condition_set: str, convert: Converter | None = None) -> Converter:
@@ -44,7 +45,8 @@ def vqa_docs(condition_set: str, convert: Converter | None = None) -> Converter:
     def tagged(dataset: datasets.Dataset) -> datasets.Dataset:
         docs = convert(dataset) if convert else dataset
         docs = docs.remove_columns([name for name in ADDED if name in docs.column_names])
-        return (docs.add_column("answer_format", [answer_format(docs.column_names)] * len(docs))
+        fmt = answer_format(docs["options"] if "options" in docs.column_names else [])
+        return (docs.add_column("answer_format", [fmt] * len(docs))
                 .add_column("condition_set", [condition_set] * len(docs)))
 
     return with_conditions(CONDITION_SETS[condition_set], tagged)
@@ -74,8 +76,9 @@ def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] |
     kwargs = lmms_eval_specific_kwargs or {}
     variables: dict[str, Any] = {"question": str(doc.get("question") or "").strip(),
                                  "thinking": bool(kwargs.get("thinking", False))}
-    if doc.get("options") is not None:
-        options = [] if options_problem(doc["options"]) else one_line_options(doc["options"])
+    if format_of(doc) == "mcq":  # an MCQ item whose options cannot be lettered is shown none (and scored invalid)
+        raw = doc.get("options")
+        options = one_line_options(raw) if raw is not None and not options_problem(raw) else []
         variables["choices"] = list(zip(choice_letters(len(options)), options, strict=True))
     return render_template(format_of(doc), **variables)
 
@@ -83,7 +86,7 @@ def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] |
 def format_of(doc: dict[str, Any]) -> str:
     """The document's ``answer_format``; one that did not come through ``vqa_docs`` (a third party's task) has
     the format of its fields."""
-    return str(doc.get("answer_format") or answer_format(doc))
+    return str(doc.get("answer_format") or answer_format([doc.get("options")]))
 
 
 def one_line_options(options: list[Any]) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import subprocess
@@ -154,3 +155,18 @@ def test_vqa_aggregations_do_not_depend_on_the_metrics_plugin(tmp_path):
                             env={**os.environ, "PATHBIND_DISABLE_PLUGINS": "pathbind_metrics"})
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1] == "[50.0, 0.0, 50.0, 50.0]"
+
+
+def test_a_yes_no_set_written_with_pandas_beside_mcq_sets_stays_yes_no(tmp_path):
+    """pandas writes a shared schema's unused ``options`` column as nulls: the set is still yes/no, prompted and
+    scored as such, not rendered as an MCQ with no options."""
+    import pandas as pd
+
+    image = io.BytesIO()
+    Image.new("I;16", (300, 170), 40000).save(image, "PNG")
+    pd.DataFrame({"id": ["a"], "image": [{"bytes": image.getvalue(), "path": None}], "question": ["Is there tumour?"],
+                  "options": [None], "answer": ["Yes"]}).to_parquet(tmp_path / "test.parquet")
+    docs = full(datasets.Dataset.from_parquet(str(tmp_path / "test.parquet")))
+    assert [d["answer_format"] for d in docs] == ["yesno", "yesno"]
+    assert all('"Yes" or "No"' in doc_to_text(d) for d in docs)
+    assert [process_results(d, ["<answer>Yes</answer>"])["acc_image"]["correct"] for d in docs] == [True, True]
