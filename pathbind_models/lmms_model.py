@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, ClassVar
 
 import torch
@@ -14,7 +14,7 @@ from loguru import logger
 from PIL import Image
 from tqdm import tqdm
 
-from pathbind.requests import MODEL_FAILED, AttentionRequest, AttentionResponse, OcclusionRequest, decode_request
+from pathbind.requests import MODEL_FAILED, AttentionRequest, AttentionResponse, decode_request
 from pathbind_models import cache, occlusion
 from pathbind_models.adapter import Adapter
 
@@ -66,8 +66,9 @@ class AdapterModel(lmms):
                 for i, r in enumerate(requests)]
 
     def _answer_unit(self, requests: list[Instance], unit: range, outputs: dict[int, str], encoded: set[int]) -> None:
-        """Encoded requests answered one by one, the unit's prompts together."""
+        """The unit's prompts generated together, its attention requests answered together, an occlusion alone."""
         pending: list[Pending] = []
+        attention: list[tuple[int, Image.Image, AttentionRequest]] = []
         for index in unit:
             ctx, gen_kwargs, doc_to_visual, doc_id, task, split = requests[index].args
             with _answer_or_failure(outputs, index, task, doc_id):
@@ -77,24 +78,32 @@ class AdapterModel(lmms):
                     pending.append((index, images, ctx, dict(gen_kwargs or {})))
                     continue
                 encoded.add(index)
-                outputs[index] = self._answer_request(images, coded)
+                if len(images) != 1:
+                    raise ValueError(f"a {type(coded).__name__} needs exactly one image, got {len(images)}")
+                if isinstance(coded, AttentionRequest):
+                    attention.append((index, images[0], coded))
+                else:
+                    outputs[index] = occlusion.answer(self.adapter, images[0], coded).encode()
         self._answer(pending, outputs, requests)
+        self._answer_attention(attention, outputs, requests)
 
     def cache_units(self, reqtype: str, requests: list[Instance]) -> list[tuple[int, int]]:
         """The ``(start, stop)`` runs of requests answered together, in order, after each of which ``--use_cache``
-        stores the answers (``pathbind_models.cache``): up to ``batch_size`` ordinary prompts in a row, each encoded
-        request alone; loglikelihood requests one by one. Answers never depend on how the requests were split
-        into calls, since every call splits them the same way."""
+        stores the answers (``pathbind_models.cache``): up to ``batch_size`` ordinary prompts in a row, or up to
+        ``batch_size`` attention requests in a row; every other encoded request alone; loglikelihood requests one
+        by one. Answers never depend on how the requests were split into calls, since every call splits them the
+        same way."""
         if reqtype != "generate_until":
             return [(i, i + 1) for i in range(len(requests))]
         units: list[tuple[int, int]] = []
-        start = 0
+        start, kind = 0, None
         for index, request in enumerate(requests):
-            coded = _is_request(request.args[0])
-            if coded and start < index:  # an encoded request ends the batch before it
+            current = _kind(request.args[0])
+            if start < index and current != kind:  # a change of kind ends the unit before it
                 units.append((start, index))
                 start = index
-            if coded or index + 1 - start == self.batch_size:
+            kind = current
+            if kind == "alone" or index + 1 - start == self.batch_size:
                 units.append((start, index + 1))
                 start = index + 1
         if start < len(requests):
@@ -127,29 +136,36 @@ class AdapterModel(lmms):
             return list(batch([(images, text) for _, images, text, _ in group], **gen_kwargs))
         return [self.adapter.generate(images, text, **gen_kwargs) for _, images, text, _ in group]
 
-    def _answer_request(self, images: list[Image.Image], request: AttentionRequest | OcclusionRequest) -> str:
-        if len(images) != 1:
-            raise ValueError(f"a {type(request).__name__} needs exactly one image, got {len(images)}")
-        if isinstance(request, AttentionRequest):
-            return self._attention_maps(images[0], request)
-        return occlusion.answer(self.adapter, images[0], request).encode()
+    def _answer_attention(self, items: list[tuple[int, Image.Image, AttentionRequest]], outputs: dict[int, str],
+                          requests: list[Instance]) -> None:
+        """Attention requests in one batch (an adapter with ``entity_attention_batch`` shares each image's prefill
+        among its queries and batches the items); if the batch fails, one by one, so only the failing item is
+        lost. A query that fails carries its reason in the response."""
+        if len(items) > 1:
+            with suppress(Exception):  # answered one by one below
+                for (index, _, request), answers in zip(items, self._entity_attention(items), strict=True):
+                    outputs[index] = attention_response(request, answers)
+                return
+        for item in items:
+            _, _, _, doc_id, task, _ = requests[item[0]].args
+            with _answer_or_failure(outputs, item[0], task, doc_id):
+                outputs[item[0]] = attention_response(item[2], self._entity_attention([item])[0])
 
-    def _attention_maps(self, image: Image.Image, request: AttentionRequest) -> str:
-        """Each query's maps over the requested layer sets; a query that fails carries its reason."""
-        response = AttentionResponse(grid=(0, 0))
-        for query in request.queries:
-            try:
-                attention = self.adapter.entity_attention(image, query.prompt, query.entity, layers="all")
-            except Exception as exc:
-                response.maps.append(f"{type(exc).__name__}: {exc}")
-                continue
-            maps = {}
-            for name in request.layers:
-                maps[name], response.layers[name] = attention.layer_set_map(name)
-            response.grid = tuple(attention.map.shape)  # type: ignore[assignment]
-            response.view_box = attention.view_box
-            response.maps.append(maps)
-        return response.encode()
+    def _entity_attention(self, items: list[tuple[int, Image.Image, AttentionRequest]]) -> list[list[Any]]:
+        """Per item, per query: its EntityAttention over every layer, or the exception that stopped it."""
+        queries = [(image, [(q.prompt, q.entity) for q in request.queries]) for _, image, request in items]
+        batch = getattr(self.adapter, "entity_attention_batch", None)
+        if batch is not None:
+            return list(batch(queries, layers="all"))
+        answers: list[list[Any]] = []
+        for image, pairs in queries:
+            answers.append([])
+            for text, entity in pairs:
+                try:
+                    answers[-1].append(self.adapter.entity_attention(image, text, entity, layers="all"))
+                except Exception as exc:
+                    answers[-1].append(exc)
+        return answers
 
     def loglikelihood(self, requests: list[Instance]) -> list[tuple[float, bool]]:
         results = []
@@ -177,12 +193,30 @@ def _answer_or_failure(outputs: dict[int, str], index: int, task: str, doc_id: i
         outputs[index] = f"{MODEL_FAILED} {type(exc).__name__}: {exc}"
 
 
-def _is_request(context: str) -> bool:
-    """Whether a context is an encoded request, a malformed one included (it is answered alone, with its failure)."""
+def _kind(context: str) -> str:
+    """How a request is grouped into units: ``prompt``, ``attention``, or ``alone`` (occlusion; a malformed
+    request, answered alone with its failure)."""
     try:
-        return decode_request(context) is not None
+        coded = decode_request(context)
     except ValueError:
-        return True
+        return "alone"
+    return "prompt" if coded is None else "attention" if isinstance(coded, AttentionRequest) else "alone"
+
+
+def attention_response(request: AttentionRequest, answers: list[Any]) -> str:
+    """The encoded response: each query's maps over the requested layer sets, or the reason it has none."""
+    response = AttentionResponse(grid=(0, 0))
+    for attention in answers:
+        if isinstance(attention, Exception):
+            response.maps.append(f"{type(attention).__name__}: {attention}")
+            continue
+        maps = {}
+        for name in request.layers:
+            maps[name], response.layers[name] = attention.layer_set_map(name)
+        response.grid = tuple(attention.map.shape)  # type: ignore[assignment]
+        response.view_box = attention.view_box
+        response.maps.append(maps)
+    return response.encode()
 
 
 def to_images(visuals: Any) -> list[Image.Image]:

@@ -17,7 +17,7 @@ from lmms_eval.api.instance import Instance
 from lmms_eval.caching.response_cache import ResponseCache
 from PIL import Image
 
-from pathbind.requests import MODEL_FAILED, AttentionRequest, AttentionResponse, Query
+from pathbind.requests import MODEL_FAILED, AttentionRequest, AttentionResponse, OcclusionRequest, Query
 from pathbind_models.cache import install
 from pathbind_models.controls.models import PositiveControlModel
 from pathbind_tasks.common.failures import no_answer_reason
@@ -25,6 +25,7 @@ from pathbind_tasks.common.failures import no_answer_reason
 TASKS = ("pathbind_demo_vqa", "pathbind_demo_grounding", "pathbind_demo_faithfulness")  # prompts, attention, occlusion
 ARGS = ("--limit", "4", "--batch_size", "2")
 ATTENTION = AttentionRequest((Query("Look at the image and locate: nuclei", "nuclei"),), ("mid",)).encode()
+OCCLUSION = OcclusionRequest("Are there nuclei in this image?", ("Yes", "No"), 0, "nuclei", grid=2).encode()
 
 
 @pytest.fixture(autouse=True)
@@ -56,6 +57,11 @@ def test_units_are_batches_of_prompts_and_single_encoded_requests():
                                                                    (7, 8)]
     assert control(3).cache_units("generate_until", requests) == [(0, 3), (3, 4), (4, 5), (5, 6), (6, 7), (7, 8)]
     assert control(1).cache_units("loglikelihood", requests[:3]) == [(0, 1), (1, 2), (2, 3)]
+    # attention requests in a row share units of batch_size; an occlusion request stands alone
+    contexts = [ATTENTION, ATTENTION, ATTENTION, "q", ATTENTION, ATTENTION, OCCLUSION, ATTENTION]
+    requests = [ask(context, i) for i, context in enumerate(contexts)]
+    assert control(2).cache_units("generate_until", requests) == [(0, 2), (2, 3), (3, 4), (4, 6), (6, 7), (7, 8)]
+    assert control(1).cache_units("generate_until", requests) == [(i, i + 1) for i in range(8)]
 
 
 def test_a_crashed_run_keeps_each_finished_unit_and_the_next_run_answers_only_the_rest(tmp_path, monkeypatch):
