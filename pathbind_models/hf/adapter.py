@@ -12,7 +12,7 @@ import torch
 from PIL import Image
 
 from pathbind_models.adapter import EntityAttention, layer_indices
-from pathbind_models.hf import frames, loading, probe
+from pathbind_models.hf import frames, loading, prefix, probe
 from pathbind_models.hf.families import family_of
 from pathbind_models.hf.families.base import ModelFamily
 from pathbind_models.hf.geometry import view_box
@@ -45,15 +45,38 @@ class HFAdapter:
 
         if dtype != "auto" and not isinstance(getattr(torch, dtype, None), torch.dtype):
             raise ValueError(f"dtype {dtype!r} is not a torch dtype (float32, bfloat16, float16) or 'auto'")
-        self.pretrained = pretrained
-        self.family: ModelFamily = family_of(AutoConfig.from_pretrained(pretrained), pretrained)
-        self.processor_options = {key: loading.parse_value(value) for key, value in processor_options.items()}
-        self.processor = loading.load_processor(pretrained, self.processor_options)
-        self.device_map = loading.parse_value(device_map)  # None: the whole model on one device
-        self.model = AutoModelForImageTextToText.from_pretrained(
+        family = family_of(AutoConfig.from_pretrained(pretrained), pretrained)  # before any weights are read
+        options = {key: loading.parse_value(value) for key, value in processor_options.items()}
+        processor = loading.load_processor(pretrained, options)
+        device_map = loading.parse_value(device_map)  # None: the whole model on one device
+        model = AutoModelForImageTextToText.from_pretrained(
             pretrained, dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
-            attn_implementation=probe.register(), device_map=loading.placement(device, self.device_map),
-            offload_folder=offload_folder).eval()
+            attn_implementation=probe.register(), device_map=loading.placement(device, device_map),
+            offload_folder=offload_folder)
+        self._setup(model, processor, pretrained, family, options, device_map, max_new_tokens, thinking,
+                    occlusion_batch)
+
+    @classmethod
+    def from_model(cls, model: Any, processor: Any, name: str, max_new_tokens: int | None = None,
+                   thinking: bool | None = None, occlusion_batch: int | None = None) -> HFAdapter:
+        """An adapter around an already-built model and its processor (e.g. random weights made on the device by
+        ``from_config``); ``name`` stands for the checkpoint in messages. The model is switched to the probe
+        attention, whose outputs are SDPA's."""
+        model.set_attn_implementation(probe.register())
+        adapter = cls.__new__(cls)
+        adapter._setup(model, processor, name, family_of(model.config, name), {}, None, max_new_tokens, thinking,
+                       occlusion_batch)
+        return adapter
+
+    def _setup(self, model: Any, processor: Any, pretrained: str, family: ModelFamily,
+               processor_options: dict[str, Any], device_map: Any, max_new_tokens: int | None,
+               thinking: bool | None, occlusion_batch: int | None) -> None:
+        self.pretrained = pretrained
+        self.family = family
+        self.processor_options = processor_options
+        self.processor = processor
+        self.device_map = device_map
+        self.model = model.eval()
         self.input_device = loading.input_device(self.model)
         self.config = self.model.config
         self.max_new_tokens = max_new_tokens
@@ -115,6 +138,9 @@ class HFAdapter:
         length = inputs["input_ids"].shape[1] + max(map(len, option_ids))
         per_forward = self.occlusion_batch or self._images_per_forward(length, option_ids)
         while chunk := list(islice(chunks, per_forward)):
+            if any(image.size != first[0].size for image in chunk):  # unequal prompts would be scored misaligned
+                sizes = sorted({image.size for image in [*first, *chunk]})
+                raise ValueError(f"image_option_logprobs needs images of one size, got {sizes}")
             rows.append(self._score_options(self._encode([prompt] * len(chunk), [[i] for i in chunk]), option_ids))
         return np.concatenate(rows)
 
@@ -167,11 +193,83 @@ class HFAdapter:
         inputs = self._encode([prompt], [[image]])
         ids = inputs["input_ids"][0].cpu().numpy()
         entity_positions = self._entity_positions(prompt, ids, text, entity)
-        image_positions = np.flatnonzero(ids == self.config.image_token_id)
         modules = {self.decoder_layers[i]: i for i in chosen}
         with probe.recording(entity_positions, modules) as record, torch.inference_mode():
             self.model(**inputs)
-        rows = {i: record.rows_by_layer[i][0][:, image_positions].cpu().double().numpy() for i in chosen}
+        rows = {i: record.rows_by_layer[i][0] for i in chosen}
+        return self._entity_maps(image, inputs, entity_positions, rows, chosen)
+
+    def entity_attention_batch(self, items: list[tuple[Image.Image, list[tuple[str, str]]]],
+                               layers: str | list[int] = "all") -> list[list[EntityAttention | Exception]]:
+        """:meth:`entity_attention` of each item's ``(text, entity)`` queries about its image, all in two forwards.
+
+        The queries' prompts share their tokens up to the first that differs or starts an entity (the image and
+        the shared text): that prefix is computed once per image, and every query's remaining tokens run against
+        it (:mod:`pathbind_models.hf.prefix`); the maps equal :meth:`entity_attention`'s to float rounding, and each
+        result's ``inputs`` are its whole prompt's, as :meth:`entity_attention` encodes them. A query that cannot
+        be answered (its entity is not in its text, its tokens do not align) gets its exception in its place.
+        """
+        chosen = layer_indices(layers, len(self.decoder_layers))
+        planned = [self._shared_prefix(image, queries) for image, queries in items]
+        prefixes: list[dict[str, torch.Tensor]] = []
+        suffixes: list[prefix.Suffix] = []
+        owners: list[tuple[int, int]] = []  # (item, query) of each suffix
+        for item, (shared, cut, plans) in enumerate(planned):
+            ready = [(k, plan) for k, plan in enumerate(plans) if isinstance(plan, tuple)]
+            if ready:
+                prefixes.append(shared)
+            for k, (ids, positions) in ready:
+                suffixes.append(prefix.Suffix(len(prefixes) - 1, ids[cut:], [p - cut for p in positions]))
+                owners.append((item, k))
+        found: dict[tuple[int, int], EntityAttention] = {}
+        if suffixes:
+            modules = {self.decoder_layers[i]: i for i in chosen}
+            rows = prefix.suffix_attention(self.model, prefixes, suffixes, modules,
+                                           self.processor.tokenizer.pad_token_id or 0)
+            for (item, k), suffix, by_layer in zip(owners, suffixes, rows, strict=True):
+                whole = prefix.with_suffix(prefixes[suffix.prefix], suffix.ids)
+                positions = [planned[item][1] + p for p in suffix.rows]
+                found[item, k] = self._entity_maps(items[item][0], whole, positions, by_layer, chosen)
+        return [[found[item, k] if isinstance(plan, tuple) else plan for k, plan in enumerate(plans)]
+                for item, (_, _, plans) in enumerate(planned)]
+
+    def _shared_prefix(self, image: Image.Image, queries: list[tuple[str, str]]) -> tuple[
+            dict[str, torch.Tensor], int, list[tuple[list[int], list[int]] | Exception]]:
+        """(the first query's inputs cut after the prefix the queries share, its length, per query its whole token
+        ids and entity positions or why it has none). The image is processed once: a query's ids are the first's
+        with the text tail replaced, the tail from where their prompts' tokens part (after the image, which only
+        changes tokens before the text; checked as in :meth:`_entity_positions`)."""
+        if not queries:
+            return {}, 0, []
+        prompts = [self._prompt(1, text) for text, _ in queries]
+        inputs = self._encode(prompts[:1], [[image]])
+        first = inputs["input_ids"][0].tolist()
+        tokens = [self.processor.tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+        plans: list[tuple[list[int], list[int]] | Exception] = []
+        for prompt, (text, entity), own in zip(prompts, queries, tokens, strict=True):
+            try:
+                parted = _common_length(tokens[0], own)
+                head = len(first) - (len(tokens[0]) - parted)
+                if head < 0 or first[head:] != tokens[0][parted:]:
+                    raise ValueError(f"could not align the tokens of the prompt {text!r} with the model inputs")
+                ids = first[:head] + own[parted:]
+                plans.append((ids, self._entity_positions(prompt, np.asarray(ids), text, entity)))
+            except ValueError as exc:
+                plans.append(exc)
+        ready = [plan for plan in plans if not isinstance(plan, Exception)]
+        cut = min((min(_common_length(first, ids), positions[0]) for ids, positions in ready), default=len(first))
+        last_image = int(np.flatnonzero(np.asarray(first) == self.config.image_token_id)[-1])
+        if cut <= last_image:  # never with an image before the text: the queries part within the text
+            problem = ValueError("the queries' prompts part before the end of the image")
+            plans = [problem if not isinstance(plan, Exception) else plan for plan in plans]
+        shared = {k: v[:, :cut] if k in prefix.SEQUENCE_KEYS else v for k, v in inputs.items()}
+        return shared, cut, plans
+
+    def _entity_maps(self, image: Image.Image, inputs: dict[str, torch.Tensor], entity_positions: list[int],
+                     rows_by_layer: dict[int, torch.Tensor], chosen: list[int]) -> EntityAttention:
+        """The EntityAttention of one prompt's recorded entity rows (layer -> (tokens, sequence length))."""
+        image_positions = np.flatnonzero(inputs["input_ids"][0].cpu().numpy() == self.config.image_token_id)
+        rows = {i: rows_by_layer[i][:, image_positions].cpu().double().numpy() for i in chosen}
         views = self.family.layout(self.config, self.processor, inputs, image_positions, image.size)
         mean_rows = np.mean([rows[i] for i in chosen], axis=0).max(axis=0)  # layer mean, then max over tokens
         attention_map, global_map = stitch(view_maps(mean_rows, views), views)
@@ -228,7 +326,9 @@ class HFAdapter:
         return {k: v.to(self.input_device) if isinstance(v, torch.Tensor) else v for k, v in inputs.items()}
 
 
-_SEQUENCE_KEYS = ("input_ids", "attention_mask", "token_type_ids", "mm_token_type_ids")
+def _common_length(a: list[int], b: list[int]) -> int:
+    """How many first tokens ``a`` and ``b`` share."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 def _append_continuations(prompt: dict[str, torch.Tensor], continuations: list[list[int]],
@@ -240,15 +340,16 @@ def _append_continuations(prompt: dict[str, torch.Tensor], continuations: list[l
     length = prompt["input_ids"].shape[1] + max(map(len, continuations))
     batch: dict[str, Any] = {}
     for key, value in prompt.items():
-        if key not in _SEQUENCE_KEYS:
-            batch[key] = torch.cat([value] * len(continuations)) if isinstance(value, torch.Tensor) else value
+        if key not in prefix.SEQUENCE_KEYS:
+            repeat = isinstance(value, torch.Tensor) and len(continuations) > 1  # one continuation: no copy
+            batch[key] = torch.cat([value] * len(continuations)) if repeat else value
             continue
-        rows = []
+        blocks = []  # one block of B rows per continuation: a few tensor ops, not a few per row
         for ids in continuations:
             tail = {"input_ids": ids, "attention_mask": [1] * len(ids)}.get(key, [0] * len(ids))
-            for b in range(count):
-                row = torch.cat([value[b], torch.tensor(tail, dtype=value.dtype, device=value.device)])
-                fill = pad_id if key == "input_ids" else 0
-                rows.append(torch.nn.functional.pad(row, (0, length - len(row)), value=fill))
-        batch[key] = torch.stack(rows)
+            tails = torch.tensor(tail, dtype=value.dtype, device=value.device).expand(count, -1)
+            block = torch.cat([value, tails], dim=1)
+            fill = pad_id if key == "input_ids" else 0
+            blocks.append(torch.nn.functional.pad(block, (0, length - block.shape[1]), value=fill))
+        batch[key] = torch.cat(blocks)
     return batch
