@@ -33,7 +33,8 @@ def answer(adapter: Any, image: Image.Image, request: OcclusionRequest) -> Occlu
     for name in names:
         kind, order = name.split("/")
         masks.extend(curve_masks(orders[order], grid, request.steps, kind))
-    images: Iterator[Image.Image] = (image if mask is None else occlude(image, mask, colour) for mask in [None, *masks])
+    pixels = rgb_pixels(image)  # converted once, not once per occluded copy
+    images: Iterator[Image.Image] = (image if m is None else occlude(pixels, m, colour) for m in [None, *masks])
     scores = np.asarray(adapter.image_option_logprobs(images, request.prompt, list(request.options)), dtype=float)
     cells, points = grid * grid, request.steps + 1
     curves: dict[str, np.ndarray | str] = {
@@ -79,14 +80,20 @@ def fill_colour(image: Image.Image, fill: str) -> tuple[int, int, int]:
     """``mean``: the image's own mean colour (an occluded patch carries no new colour); ``grey``: mid-grey."""
     if fill == "grey":
         return GREY
-    mean = np.asarray(image.convert("RGB"), dtype=float).reshape(-1, 3).mean(axis=0)
+    mean = np.asarray(rgb_pixels(image), dtype=float).reshape(-1, 3).mean(axis=0)
     red, green, blue = (round(float(v)) for v in mean)
     return red, green, blue
 
 
-def occlude(image: Image.Image, mask: np.ndarray, colour: tuple[int, int, int]) -> Image.Image:
-    """``image`` with the cells where the G×G boolean ``mask`` is true painted ``colour``."""
-    pixels = np.array(image.convert("RGB"))
+def rgb_pixels(image: Image.Image) -> np.ndarray:
+    """The H×W×3 uint8 RGB pixels of ``image`` (no conversion, so no extra copy, when it is RGB already)."""
+    return np.asarray(image if image.mode == "RGB" else image.convert("RGB"))
+
+
+def occlude(image: Image.Image | np.ndarray, mask: np.ndarray, colour: tuple[int, int, int]) -> Image.Image:
+    """``image`` (or its :func:`rgb_pixels`, converted once for many masks) with the cells where the G×G boolean
+    ``mask`` is true painted ``colour``."""
+    pixels = np.array(rgb_pixels(image) if isinstance(image, Image.Image) else image)
     grid = mask.shape[0]
     rows, cols = cell_edges(pixels.shape[0], grid), cell_edges(pixels.shape[1], grid)
     for r, c in zip(*np.nonzero(mask), strict=True):
