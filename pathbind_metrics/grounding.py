@@ -203,10 +203,14 @@ def attention_region_metrics(attn_map: ArrayLike, box: Box, image_size: ImageSiz
     prepared = _prepare(attn_map, box, image_size, sigma, view_box)
     if isinstance(prepared, str):
         return dict.fromkeys(("iou", "precision", "recall"), float("nan"))
-    mask = np.zeros(prepared.shape, bool)
-    mask[prepared.seen] = _top_fraction(prepared.heat()[prepared.seen], q)
-    attended, hit = int(np.count_nonzero(mask)), int(np.count_nonzero(mask[prepared.box]))
-    return _overlap(hit, attended, prepared.box_area)
+    heat = prepared.heat()
+    values, in_box = heat[prepared.seen].ravel(), heat[prepared.box_in_view].ravel()
+    k = _top_count(values.size, q)
+    kth = np.partition(values, values.size - k)[values.size - k]  # the k-th hottest value, O(n)
+    with_ties, without_ties = int(np.count_nonzero(values >= kth)), int(np.count_nonzero(values > kth))
+    strict = _exclude_ties(q * values.size, with_ties, without_ties)
+    hit = int(np.count_nonzero(in_box > kth if strict else in_box >= kth))
+    return _overlap(hit, without_ties if strict else with_ties, prepared.box_area)
 
 
 def pixel_average_precision(attn_map: ArrayLike, box: Box, image_size: ImageSize, *, sigma: float = 3.0,
@@ -487,32 +491,32 @@ def _bilinear_taps(n_out: int, n_in: int, low: float, high: float) -> tuple[np.n
     return taps
 
 
+_BLOCK_ROWS = 16  # rows per block of the upsampling: a block of the second term stays in cache
+
+
 def _upsample(patch_map: np.ndarray, shape: tuple[int, int], view: View) -> np.ndarray:
-    # Separable, columns then rows as torch does; gathers and in-place products, no per-pixel Python loop.
-    # Elementwise, not a BLAS product: clamped edge pixels get weights exactly (1, 0), so they tie exactly.
+    # Separable, columns then rows as torch does; elementwise, not a BLAS product: clamped edge pixels get
+    # weights exactly (1, 0), so they tie exactly. Rows are filled per run of rows sharing their two source rows,
+    # by broadcasting (no gathered copies), in cache-sized blocks.
     height, width = shape
     x_min, y_min, x_max, y_max = view
     col_lo, col_hi, col_w_lo, col_w_hi = _bilinear_taps(width, patch_map.shape[1], x_min, x_max)
     row_lo, row_hi, row_w_lo, row_w_hi = _bilinear_taps(height, patch_map.shape[0], y_min, y_max)
     columns = patch_map[:, col_lo] * col_w_lo + patch_map[:, col_hi] * col_w_hi  # (Hp, W)
-    heat = columns[row_lo]
-    heat *= row_w_lo[:, None]
-    below = columns[row_hi]
-    below *= row_w_hi[:, None]
-    heat += below
+    heat = np.empty(shape)
+    below = np.empty((_BLOCK_ROWS, width))
+    bounds = np.r_[0, np.flatnonzero((row_lo[1:] != row_lo[:-1]) | (row_hi[1:] != row_hi[:-1])) + 1, height]
+    for run_start, run_stop in zip(bounds[:-1].tolist(), bounds[1:].tolist(), strict=True):
+        for start in range(run_start, run_stop, _BLOCK_ROWS):
+            rows, part = slice(start, min(start + _BLOCK_ROWS, run_stop)), below[:min(_BLOCK_ROWS, run_stop - start)]
+            np.multiply(columns[row_lo[start]], row_w_lo[rows, None], out=heat[rows])
+            np.multiply(columns[row_hi[start]], row_w_hi[rows, None], out=part)
+            heat[rows] += part
     return heat
 
 
-def _top_fraction(heat: np.ndarray, q: float) -> np.ndarray:
-    values = heat.ravel()
-    k = _top_count(values.size, q)
-    kth = np.partition(values, values.size - k)[values.size - k]  # the k-th hottest value, O(n)
-    with_ties, without_ties = int(np.count_nonzero(values >= kth)), int(np.count_nonzero(values > kth))
-    return heat > kth if _exclude_ties(q * values.size, with_ties, without_ties) else heat >= kth
-
-
 def _top_threshold(ranked: np.ndarray, q: float) -> tuple[float, bool]:
-    """:func:`_top_fraction` on ascending ``ranked`` values: (k-th hottest value, whether to drop its ties)."""
+    """The top-q superlevel set of ascending ``ranked`` values: (k-th hottest value, whether to drop its ties)."""
     k = _top_count(ranked.size, q)
     kth = ranked[ranked.size - k]
     with_ties = ranked.size - int(np.searchsorted(ranked, kth, side="left"))

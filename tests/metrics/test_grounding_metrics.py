@@ -342,3 +342,72 @@ def test_region_sweep_equals_the_separate_metrics():
             assert values == expected or all(math.isnan(v) for v in [*values.values(), *expected.values()])
         ap = pixel_average_precision(attn, box, size, sigma=sigma)
         assert sweep["pixel_ap"] == ap or (math.isnan(ap) and math.isnan(sweep["pixel_ap"]))
+
+
+def _reference_heat(attn: np.ndarray, image_size: tuple[int, int], view: list[float], sigma: float) -> np.ndarray:
+    """Bilinear upsampling pixel-row by pixel-row, straight from the half-pixel-centre definition."""
+    smooth = ndimage.gaussian_filter(attn, sigma, mode="reflect") if sigma else attn
+    patch = (smooth - smooth.min()) / (smooth.max() - smooth.min())
+
+    def taps(n_out: int, n_in: int, low: float, high: float) -> list[tuple[int, int, float, float]]:
+        out = []
+        for j in range(n_out):
+            source = min(max((j + 0.5 - low) * (n_in / (high - low)) - 0.5, 0), n_in - 1)
+            inside = float(low <= j + 0.5 < high)
+            lower = math.floor(source)
+            out.append((lower, min(lower + 1, n_in - 1), (1 - (source - lower)) * inside, (source - lower) * inside))
+        return out
+
+    col = taps(image_size[0], patch.shape[1], view[0], view[2])
+    columns = np.stack([patch[:, lo] * w_lo + patch[:, hi] * w_hi for lo, hi, w_lo, w_hi in col], axis=1)
+    return np.stack([columns[lo] * w_lo + columns[hi] * w_hi for lo, hi, w_lo, w_hi in
+                     taps(image_size[1], patch.shape[0], view[1], view[3])])
+
+
+def _reference_scores(heat: np.ndarray, box: list[float], seen: np.ndarray, q: float) -> tuple[dict[str, float], float]:
+    """Brute force: every superlevel set of the seen pixels, the one nearest q·N (ties: the larger); sklearn AP."""
+    ys, xs = np.mgrid[:heat.shape[0], :heat.shape[1]] + 0.5
+    labels = (xs >= box[0]) & (xs < box[2]) & (ys >= box[1]) & (ys < box[3])
+    values = heat[seen]
+    sizes = {float(t): int((values >= t).sum()) for t in np.unique(values)}
+    best = min(sizes, key=lambda t: (abs(sizes[t] - q * values.size), -sizes[t]))
+    mask = seen & (heat >= best)
+    hit, attended, area = int((mask & labels).sum()), int(mask.sum()), int(labels.sum())
+    scores = np.where(seen, heat, -1.0)
+    ap = average_precision_score(labels.ravel(), scores.ravel())
+    return {"iou": hit / (attended + area - hit), "precision": hit / attended, "recall": hit / area}, ap
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fast_sweep_equals_a_brute_force_reference(seed):
+    """Non-square maps and images, plateaus, constant maps, boxes at the edges and partly or wholly outside the view:
+    overlap equals the brute-force superlevel sets exactly, pixel-AP sklearn's to 1e-12 (summation order)."""
+    rng = np.random.default_rng(100 + seed)
+    for trial in range(8):
+        attn = rng.random((int(rng.integers(1, 9)), int(rng.integers(1, 9))))
+        attn = np.round(attn * 2) if trial % 2 else attn  # plateaus: many tied pixels
+        size = (int(rng.integers(5, 90)), int(rng.integers(5, 90)))
+        view = [float(rng.uniform(-3, size[0] / 2)), float(rng.uniform(-3, size[1] / 2)),
+                float(rng.uniform(size[0] / 2 + 1, size[0] + 3)), float(rng.uniform(size[1] / 2 + 1, size[1] + 3))]
+        x0, y0 = [0.0, 0.0] if trial == 3 else [rng.uniform(-5, size[0] - 1), rng.uniform(-5, size[1] - 1)]
+        box = [float(x0), float(y0), float(x0 + rng.uniform(1, size[0])), float(y0 + rng.uniform(1, size[1]))]
+        sigma = float(rng.choice([0.0, 0.7, 3.0]))
+        sweep = region_sweep(attn, box, size, qs=(0.05, 0.2, 0.4, 1.0), sigma=sigma, view_box=view)
+        problem = grounding_problem(attn, box, size, sigma=sigma, view_box=view)
+        if problem is not None:  # constant after smoothing, or the box outside the view
+            assert math.isnan(sweep["pixel_ap"]) and problem in (grounding.MAP_CONSTANT, grounding.BOX_OUTSIDE_VIEW)
+            continue
+        heat = _reference_heat(attn, size, view, sigma)
+        assert np.array_equal(heat_map(attn, size, sigma=sigma, view_box=view), heat)
+        seen = np.zeros(heat.shape, bool)
+        seen[grounding.view_pixels(size, view)] = True
+        for q, values in sweep["by_q"].items():
+            expected, ap = _reference_scores(heat, box, seen, q)
+            assert values == expected == attention_region_metrics(attn, box, size, q=q, sigma=sigma, view_box=view)
+            assert sweep["pixel_ap"] == pytest.approx(ap, abs=1e-12, rel=0)
+
+
+def test_a_constant_map_scores_nan_in_every_measure():
+    """A constant map has no attended region: the sweep and the separate metrics agree that it is NaN."""
+    sweep = region_sweep(np.full((3, 5), 0.4), [0, 0, 4, 4], (20, 12), qs=(0.2,))
+    assert math.isnan(sweep["pixel_ap"]) and all(math.isnan(v) for v in sweep["by_q"][0.2].values())
