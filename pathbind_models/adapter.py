@@ -60,7 +60,12 @@ def layer_indices(layers: str | list[int], count: int) -> list[int]:
 
 
 class Adapter(Protocol):
-    """A model as PathBind tasks use it: text in, images in, answers and scores out."""
+    """A model as PathBind tasks use it: text in, images in, answers and scores out.
+
+    Optional (``pathbind_models.lmms_model``): ``generate_batch`` (several prompts per call) and
+    ``entity_attention_batch`` (several items' queries per call, e.g. one prefill per image), used when present;
+    ``image_option_logprobs`` (one question about many images), needed to answer occlusion requests.
+    """
 
     def generate(self, images: list[Image.Image], text: str, **gen_kwargs: Any) -> str:
         """Answer ``text`` about ``images`` (an empty list means no image at all)."""
