@@ -1,11 +1,11 @@
 """Cost of the grounding metric stage against the model stage that produces its maps, in the same run.
 
 Items: random 1024×1024 images with a random box and three expressions (the true one and two alternatives).
-Model stage: a tiny Qwen2-VL checkpoint's entity attention for the three queries, every layer recorded, then
-the four layer-set maps, as ``pathbind_hf`` answers an attention request. Metric stage: ``item_record`` on
-those maps (q sweep and pixel-AP from one heat map, layer sets at q=0.2, effective support, cross-query r).
-A tiny model's forward is far cheaper than a real checkpoint's, so the ratio is an upper bound for real
-models. Prints one JSON line.
+Model stage: a tiny Qwen2-VL checkpoint's entity attention for the three queries (one shared prefill), every
+layer recorded, then the four layer-set maps, as ``pathbind_hf`` answers an attention request. Metric stage:
+``item_record`` on those maps (q sweep and pixel-AP from one heat map, layer sets at q=0.2, effective support,
+cross-query r). A tiny model's forward is far cheaper than a real checkpoint's, so the ratio is an upper bound for
+real models. Prints one JSON line.
 Run: python benchmarks/grounding_metrics.py [--items 500]
 """
 
@@ -41,11 +41,9 @@ def items(count: int, seed: int = 0) -> list[tuple[Image.Image, list[float], lis
 
 
 def model_stage(adapter, image: Image.Image, expressions: list[str]) -> list[dict[str, np.ndarray]]:
-    maps = []
-    for entity in expressions:
-        attention = adapter.entity_attention(image, f"Look at the image and locate: {entity}", entity, layers="all")
-        maps.append({name: attention.layer_set_map(name)[0] for name in LAYER_SETS})
-    return maps
+    queries = [(f"Look at the image and locate: {entity}", entity) for entity in expressions]
+    answers = adapter.entity_attention_batch([(image, queries)], layers="all")[0]  # one prefill, as pathbind_hf
+    return [{name: attention.layer_set_map(name)[0] for name in LAYER_SETS} for attention in answers]
 
 
 def main() -> None:
