@@ -33,9 +33,17 @@ Decisions for ambiguous cases:
   they follow a comma or a correction ("Yes, but actually no.", "No. Actually, yes.": both None), or when
   paired with another ("Yes and no", "yes/no"). "No malignancy is seen" is None; "nodule", "none", "not" and
   "cannot" never count.
+
+Specificity judgements (:func:`parse_specificity`, the PathVG expression filter) are stricter still: only
+``<answer>`` tags count (reasoning dropped as in rule 1; the ``<reason>`` and any other text are never read, as a
+reason routinely says "specific"), and each tag must hold exactly ``Specific`` or ``Vague``, in any case (the
+prompt itself writes SPECIFIC and VAGUE), surrounding spaces, punctuation, quotes and markdown ignored.
+"<answer>Specific enough</answer>", "<answer>Not specific</answer>" and a bare "Specific" are invalid, and so
+is any answer with two tags that disagree: each invalid answer carries one of three fixed reasons.
 """
 
 import re
+from typing import NamedTuple
 
 # Reasoning is never an answer.
 _THINK_BLOCK = re.compile(r"<think>.*?</think>", re.I | re.S)
@@ -136,13 +144,18 @@ def choice_letters(n: int) -> list[str]:
     return [chr(ord("A") + i) for i in range(n)]
 
 
-def _regions(text: str) -> tuple[list[str], bool]:
-    """The texts to parse (every answer tag, else every box, else the text), and whether they are tags or boxes."""
+def _without_reasoning(text: str) -> str:
+    """``text`` without ``<think>`` reasoning (rule 1 of the module docstring) and markdown emphasis."""
     text = _THINK_BLOCK.sub(" ", text)
     if opened := _THINK_OPEN.search(text):
         answer = _ANSWER_OPEN.search(text, opened.end())
         text = text[: opened.start()] + (text[answer.start() :] if answer else "")
-    text = _MARKDOWN.sub("", _THINK_CLOSE.split(text)[-1])
+    return _MARKDOWN.sub("", _THINK_CLOSE.split(text)[-1])
+
+
+def _regions(text: str) -> tuple[list[str], bool]:
+    """The texts to parse (every answer tag, else every box, else the text), and whether they are tags or boxes."""
+    text = _without_reasoning(text)
     if tags := _ANSWER_TAG.findall(text):
         return tags, True
     if boxed := _BOXED.findall(text):
@@ -236,3 +249,49 @@ def parse_yes_no(text: str) -> str | None:
     region, _ = _region(text)
     found = {_YES_NO[word.lower()] for form in _YES_NO_FORMS for m in form.finditer(region) for word in m.groups()}
     return found.pop() if len(found) == 1 else None
+
+
+SPECIFICITY_LABELS = ("Specific", "Vague")
+NO_ANSWER_TAG = "no <answer>...</answer> tag"
+NOT_A_LABEL = "an <answer> tag holds neither Specific nor Vague"
+CONFLICTING = "conflicting <answer> tags: Specific and Vague"
+
+
+class Judgement(NamedTuple):
+    """A specificity judge's answer: ``label`` ``"Specific"`` or ``"Vague"``, or None and why (``reason``)."""
+
+    label: str | None
+    reason: str = ""
+
+
+def parse_specificity(text: str) -> Judgement:
+    """The label every ``<answer>`` tag of a response gives, or an invalid judgement with its reason.
+
+    Parameters
+    ----------
+    text : str
+        Model response to the PathVG specificity prompt.
+
+    Returns
+    -------
+    Judgement
+        ``Judgement("Specific")``, ``Judgement("Vague")``, or ``Judgement(None, reason)`` with ``reason``
+        ``NO_ANSWER_TAG``, ``NOT_A_LABEL`` or ``CONFLICTING``; see the module docstring for the rules.
+
+    Examples
+    --------
+    >>> parse_specificity("<answer>SPECIFIC</answer><reason>A vague-looking but localised nest.</reason>")
+    Judgement(label='Specific', reason='')
+    >>> parse_specificity("<answer>Vague</answer> <answer>Specific</answer>").reason
+    'conflicting <answer> tags: Specific and Vague'
+    >>> parse_specificity("Specific").reason
+    'no <answer>...</answer> tag'
+    """
+    tags = _ANSWER_TAG.findall(_without_reasoning(text))
+    if not tags:
+        return Judgement(None, NO_ANSWER_TAG)
+    by_word = {label.lower(): label for label in SPECIFICITY_LABELS}
+    labels = {by_word.get(_norm(tag)) for tag in tags}
+    if None in labels:
+        return Judgement(None, NOT_A_LABEL)
+    return Judgement(labels.pop()) if len(labels) == 1 else Judgement(None, CONFLICTING)

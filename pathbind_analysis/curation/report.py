@@ -1,9 +1,11 @@
-"""Markdown tables in the PathBind paper's forms: filtering (Tables B.5, B.6) and reviewer agreement (Table B.8)."""
+"""Markdown tables in the PathBind paper's forms: filtering (Tables B.5, B.6; Appendix B.2) and reviewer agreement
+(Table B.8)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from pathbind_analysis.curation.specificity import TOTAL
 from pathbind_analysis.curation.text_filter import AVERAGE
 
 STAGE_TITLES = {"stage1": "Stage 1", "stage2": "Stage 2 (items left after stage 1)"}
@@ -48,6 +50,42 @@ def filter_markdown(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def specificity_markdown(report: dict[str, Any]) -> str:
+    """The specificity filter report: the flow per split (Appendix B.2's counts) and each judge's answers."""
+    names = [judge["name"] for judge in report["judges"]]
+    total = report["flow"][TOTAL]
+    lines = ["# Specificity filter on PathVG expressions", "",
+             f"Kept when every judge ({', '.join(names)}) answers Specific: **{total['kept']:,} of "
+             f"{total['candidates']:,}** expressions ({_cell(total['retention_percent'])}%).", "",
+             "| Split | Candidates | " + " | ".join(f"Specific ({name})" for name in names)
+             + " | Kept (all Specific) | Vague | Excluded (no valid answer) | Retention (%) |",
+             "|---|" + "---:|" * (len(names) + 5)]
+    for split, flow in report["flow"].items():
+        values = [flow["candidates"], *flow["specific_by"].values(), flow["kept"], flow["vague"], flow["excluded"],
+                  flow["retention_percent"]]
+        lines.append(_line(f"**{split}**" if split == TOTAL else split, values))
+    lines += ["", "| Judge | Answers | Specific | Vague | Invalid | Missing |", "|---|" + "---:|" * 5]
+    lines += [_line(j["name"], [j["answers"], j["Specific"], j["Vague"], sum(j["invalid"].values()), j["missing"]])
+              for j in report["judges"]]
+    lines.append("")
+    for judge in report["judges"]:
+        if judge["invalid"]:
+            reasons = "; ".join(f"{reason}: {n:,}" for reason, n in judge["invalid"].items())
+            lines.append(f"- Invalid answers of {judge['name']}: {reasons}.")
+    if report["excluded"]:
+        lines.append(f"- Excluded: {len(report['excluded']):,} items a judge did not answer validly (ids and "
+                     "reasons in `filter_report.json` and `item_decisions.csv`).")
+    if report["not_in_any_log"]:
+        missing = ", ".join(f"{split} {n:,}" for split, n in report["not_in_any_log"].items())
+        lines.append(f"- Rows of the data in no judge's log (run without --limit to judge them): {missing}.")
+    skipped = sum(len(judge["skipped_files"]) for judge in report["judges"])
+    if skipped:
+        lines.append(f"- Skipped log files found in folders: {skipped} (not a specificity log; listed under "
+                     "`judges` in `filter_report.json`).")
+    lines += [f"- Rule: {report['rule']}.", ""]
+    return "\n".join(lines)
+
+
 def agreement_markdown(row: dict[str, Any]) -> str:
     """One Table B.8 row with its header, and what R1 and R2 are."""
     kappa = "n/a" if row["kappa"] is None else f"{row['kappa']:.3f}"
@@ -70,5 +108,8 @@ def _section(title: str, sources: list[str]) -> str:
 
 
 def _line(label: str, values: list[float | int | None]) -> str:
-    cells = ["-" if v is None else f"{v:,}" if isinstance(v, int) else f"{v:.1f}" for v in values]
-    return f"| {label} | {' | '.join(cells)} |"
+    return f"| {label} | {' | '.join(map(_cell, values))} |"
+
+
+def _cell(value: float | int | None) -> str:
+    return "-" if value is None else f"{value:,}" if isinstance(value, int) else f"{value:.1f}"

@@ -19,13 +19,13 @@ ANSWER_FORMS = {"mcq": "where X is the single letter of the correct option", "ye
 
 def asked(doc: dict[str, Any], prompt: str) -> tuple[str, str]:
     """The text the model reads and the text it is asked about: a request's prompt and entity, else the prompt
-    and the document's question."""
+    and the document's question (the expression, for the PathVG specificity judge)."""
     request = decode_request(prompt)
     if isinstance(request, AttentionRequest):
         return request.queries[0].prompt, request.queries[0].entity
     if isinstance(request, OcclusionRequest):
         return request.prompt, request.entity
-    return prompt, str(doc["question"]).strip()
+    return prompt, str(doc["question"] if "question" in doc else doc["expression"]).strip()
 
 
 @pytest.mark.parametrize("name", TASKS)
