@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
-import math
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathbind.table import format_table
 from pathbind_analysis.audit.inventory import InventoryError, parse_source
+from pathbind_analysis.json_report import write_json_report
 
 if TYPE_CHECKING:
     from pathbind_analysis.audit.matrix import Audit
@@ -72,8 +71,7 @@ def _run(args: argparse.Namespace) -> int:
         report["stratified"] = _stratified_report(samples, audit, args, out)
         report["outputs"]["stratified_table"] = str(out / "stratified.md")
     json_path: Path = args.json or out / "leakage.json"
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(_nan_to_null(report), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_json_report(json_path, report)
     _print_summary(report, json_path)
     return 0
 
@@ -120,13 +118,3 @@ def _print_summary(report: dict[str, Any], json_path: Path) -> None:
     written = [json_path, *(path for key, path in report["outputs"].items() if key != "partitions")]
     print(f"\nwrote {', '.join(map(str, written))} and {len(report['outputs']['partitions'])} partitions file(s)")
 
-
-def _nan_to_null(value: Any) -> Any:
-    """JSON has no NaN: undefined figures (an empty test set, an empty stratum) become null."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {key: _nan_to_null(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_nan_to_null(item) for item in value]
-    return value

@@ -1,0 +1,127 @@
+"""The paper's linear probes on frozen slide embeddings: TSS detection (macro AUROC) and patient re-identification."""
+
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+TEST_FRACTION = 0.3
+MAX_ITER = 2000
+PROGRESS_SECONDS = 15
+# Independent random streams of one --seed: adding a use of randomness does not shift the others.
+SPLIT_STREAM, BOOTSTRAP_STREAM = 1, 2
+
+
+def class_holdout(labels: np.ndarray, seed: int, test_fraction: float = TEST_FRACTION) -> tuple[np.ndarray, np.ndarray]:
+    """A stratified 70/30 split made within every class: round(30%) of each class's slides, at least one and never
+    all, go to the test set (sorted index arrays). Every class has ≥ 2 slides.
+
+    scikit-learn's StratifiedShuffleSplit allots test slides to classes from the overall 30% and refuses a test set
+    smaller than the number of classes, which re-identification over patients with two slides always has; split
+    per class, every class is both trained on and tested.
+    """
+    rng = np.random.default_rng((seed, SPLIT_STREAM))
+    test: list[np.ndarray] = []
+    for label in np.unique(labels):
+        members = rng.permutation(np.flatnonzero(labels == label))
+        count = min(len(members) - 1, max(1, round(test_fraction * len(members))))
+        test.append(members[:count])
+    test_index = np.sort(np.concatenate(test))
+    return np.setdiff1d(np.arange(len(labels)), test_index), test_index
+
+
+def fit_probe(vectors: np.ndarray, labels: np.ndarray, seed: int) -> Any:
+    """A multinomial logistic-regression probe on standardised features (scaled on the training slides only)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    probe = make_pipeline(StandardScaler(), LogisticRegression(max_iter=MAX_ITER, random_state=seed))
+    with warnings.catch_warnings():  # re-identification has more classes than half its slides by design
+        warnings.filterwarnings("ignore", message="The number of unique classes is greater than 50%")
+        return probe.fit(vectors, labels)
+
+
+def macro_auroc(truth: np.ndarray, probabilities: np.ndarray, classes: np.ndarray) -> float:
+    """One-vs-rest AUROC averaged over classes (scikit-learn); two classes: the binary AUROC, which it equals."""
+    from sklearn.metrics import roc_auc_score
+
+    if len(classes) == 2:
+        return float(roc_auc_score(truth == classes[1], probabilities[:, 1]))
+    return float(roc_auc_score(truth, probabilities, multi_class="ovr", average="macro", labels=classes))
+
+
+def tss_detection(vectors: np.ndarray, sites: np.ndarray, min_slides: int, seed: int,
+                  n_resamples: int) -> dict[str, Any]:
+    """Which tissue source site a slide comes from: probe on the sites with ≥ ``min_slides`` slides."""
+    names, counts = np.unique(sites, return_counts=True)
+    kept_sites = names[counts >= min_slides]
+    kept = np.isin(sites, kept_sites)
+    result: dict[str, Any] = {"min_slides": min_slides, "n_sites": len(kept_sites), "n_slides": int(kept.sum()),
+                              "dropped_sites": int(len(names) - len(kept_sites)),
+                              "dropped_slides": int((~kept).sum()), "auroc_macro": float("nan"),
+                              "auroc_macro_ci95": [float("nan")] * 2, "n_train": 0, "n_test": 0}
+    if len(kept_sites) < 2:
+        result["undefined"] = f"needs 2 sites with ≥ {min_slides} slides, found {len(kept_sites)}"
+        return result
+    x, y = vectors[kept], sites[kept]
+    train, test = class_holdout(y, seed)
+    probe = fit_probe(x[train], y[train], seed)
+    probabilities = probe.predict_proba(x[test])
+    classes = probe.classes_
+    result |= {"n_train": len(train), "n_test": len(test),
+               "auroc_macro": macro_auroc(y[test], probabilities, classes),
+               "auroc_macro_ci95": _auroc_interval(y[test], probabilities, classes, seed, n_resamples)}
+    return result
+
+
+def patient_reid(vectors: np.ndarray, cases: np.ndarray, seed: int, n_resamples: int) -> dict[str, Any]:
+    """Which patient a held-out slide belongs to, among the patients with ≥ 2 slides: top-1 accuracy vs 1/#patients."""
+    from sklearn.metrics import accuracy_score
+
+    names, counts = np.unique(cases, return_counts=True)
+    kept = np.isin(cases, names[counts >= 2])
+    patients = int((counts >= 2).sum())
+    result: dict[str, Any] = {"n_patients": patients, "n_slides": int(kept.sum()),
+                              "dropped_single_slide_patients": int((counts < 2).sum()),
+                              "top1": float("nan"), "top1_ci95": [float("nan")] * 2,
+                              "chance": 1 / patients if patients else float("nan"),
+                              "multiple_of_chance": float("nan"), "n_train": 0, "n_test": 0}
+    if patients < 2:
+        result["undefined"] = f"needs 2 patients with ≥ 2 slides, found {patients}"
+        return result
+    x, y = vectors[kept], cases[kept]
+    train, test = class_holdout(y, seed)
+    predicted = fit_probe(x[train], y[train], seed).predict(x[test])
+    correct = (predicted == y[test]).astype(float)
+    top1 = float(accuracy_score(y[test], predicted))
+    resampled = _bootstrap_indices(len(test), seed, n_resamples)
+    interval = np.percentile(correct[resampled].mean(axis=1), [2.5, 97.5]).tolist()
+    result |= {"n_train": len(train), "n_test": len(test), "top1": top1, "top1_ci95": interval,
+               "multiple_of_chance": top1 * patients}
+    return result
+
+
+def _auroc_interval(truth: np.ndarray, probabilities: np.ndarray, classes: np.ndarray, seed: int,
+                    n_resamples: int) -> list[float]:
+    """95% percentile interval over test sets resampled within each site (so every site stays present), the probe
+    fixed."""
+    rng = np.random.default_rng((seed, BOOTSTRAP_STREAM))
+    members = [np.flatnonzero(truth == label) for label in classes]
+    scores, reported = [], time.monotonic()
+    for done in range(1, n_resamples + 1):
+        rows = np.concatenate([rng.choice(m, size=len(m)) for m in members])
+        scores.append(macro_auroc(truth[rows], probabilities[rows], classes))
+        if time.monotonic() - reported > PROGRESS_SECONDS:  # hundreds of sites take minutes
+            print(f"audit-features: AUROC bootstrap {done:,}/{n_resamples:,}", file=sys.stderr, flush=True)
+            reported = time.monotonic()
+    return np.percentile(scores, [2.5, 97.5]).tolist()
+
+
+def _bootstrap_indices(count: int, seed: int, n_resamples: int) -> np.ndarray:
+    """``n_resamples`` × ``count`` test positions drawn with replacement."""
+    return np.random.default_rng((seed, BOOTSTRAP_STREAM)).integers(0, count, size=(n_resamples, count))

@@ -1,0 +1,160 @@
+"""``pathbind embed``: mean-pooled vision-tower embeddings of an image folder with a ``pathbind_hf`` checkpoint."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # torch is imported when the command runs: `pathbind --help` stays fast
+    import numpy as np
+    from PIL import Image
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp")
+FEATURES = {"vision": "the vision tower's output tokens (before any projector or token merging)",
+            "projected": "the image tokens the language model reads (after the projector)"}
+PROGRESS_SECONDS = 10
+
+
+class EmbedError(ValueError):
+    """An input the command cannot embed; the message names the folder, file or option."""
+
+
+def add_embed_command(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "embed", help="mean-pooled vision-tower embeddings of an image folder, for `pathbind audit-features`",
+        description="Run a pathbind_hf checkpoint's vision tower (the encoder its answers depend on) on every image "
+                    "of IMAGES_DIR and its subfolders, one image per forward through the checkpoint's own image "
+                    "processor, and write one mean-pooled embedding per image: a Parquet file of 'id' (the file "
+                    "stem, e.g. a TCGA barcode) and 'embedding' that `pathbind audit-features` reads as it is.")
+    parser.add_argument("images", type=Path, metavar="IMAGES_DIR",
+                        help=f"folder of images ({', '.join(IMAGE_SUFFIXES)}); file stems must be unique")
+    parser.add_argument("--model", required=True, metavar="PATH_OR_ID",
+                        help="a pathbind_hf checkpoint: hub id or folder (see `pathbind models`)")
+    parser.add_argument("--out", type=Path, required=True, metavar="EMB.parquet", help="Parquet file to write")
+    parser.add_argument("--features", choices=sorted(FEATURES), default="vision",
+                        help="what is mean-pooled: " + "; ".join(f"{k}: {v}" for k, v in FEATURES.items())
+                             + " (default vision)")
+    parser.add_argument("--dtype", default="auto", help="float32, bfloat16, float16 or auto (the checkpoint's own)")
+    parser.add_argument("--device", help="cpu, cuda, cuda:1, … (default: cuda when available, else cpu)")
+    parser.add_argument("--processor-option", action="append", default=[], metavar="KEY=VALUE",
+                        help="image processor option as pathbind_hf's model_args take it, e.g. max_pixels=1003520 "
+                             "(repeatable); the effective image limits are stored in the file's metadata")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        options = dict(_key_value(text) for text in args.processor_option)
+        images = find_images(args.images)
+        embedder = Embedder(args.model, args.features, args.dtype, args.device, options)
+        vectors = embedder.embed_all(images)
+        write_parquet(args.out, [path.stem for path in images], vectors, embedder.metadata())
+    except (ValueError, OSError) as exc:  # EmbedError, an unsupported checkpoint, an unknown option, a missing file
+        print(f"pathbind embed: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {len(images):,} {vectors.shape[1]}-dimensional embeddings to {args.out}")
+    print(f"audit them with: pathbind audit-features {args.out} --json features.json --encoder {args.model}")
+    return 0
+
+
+def find_images(folder: Path) -> list[Path]:
+    """The images under ``folder`` (sorted); EmbedError for none, or two with one stem (their ids would clash)."""
+    if not folder.is_dir():
+        raise EmbedError(f"no such folder: {folder}")
+    images = sorted(p for p in folder.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and p.is_file())
+    if not images:
+        raise EmbedError(f"{folder}: no images ({', '.join(IMAGE_SUFFIXES)})")
+    seen: dict[str, Path] = {}
+    for path in images:
+        if path.stem in seen:
+            raise EmbedError(f"{seen[path.stem]} and {path} have the same id {path.stem!r} (ids are file stems)")
+        seen[path.stem] = path
+    return images
+
+
+class Embedder:
+    """A checkpoint's vision tower, run through ``get_image_features`` (every supported family has it)."""
+
+    def __init__(self, pretrained: str, features: str, dtype: str, device: str | None,
+                 processor_options: dict[str, Any]) -> None:
+        import torch
+        from transformers import AutoConfig, AutoModelForImageTextToText
+
+        from pathbind_models.hf import loading
+        from pathbind_models.hf.families import family_of
+
+        if dtype != "auto" and not isinstance(getattr(torch, dtype, None), torch.dtype):
+            raise EmbedError(f"--dtype {dtype!r} is not a torch dtype (float32, bfloat16, float16) or 'auto'")
+        self.pretrained, self.features = pretrained, features
+        self.family = family_of(AutoConfig.from_pretrained(pretrained), pretrained).name
+        self.processor = loading.load_processor(pretrained, processor_options)
+        self.processor_options = processor_options
+        self.model = AutoModelForImageTextToText.from_pretrained(
+            pretrained, dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
+            device_map=loading.placement(device, None)).eval()
+        self.device = loading.input_device(self.model)
+
+    def embed(self, image: Image.Image) -> np.ndarray:
+        """The mean over the chosen tokens of one image (every crop or tile of it), as float32."""
+        import inspect
+
+        import torch
+
+        inputs = self.processor.image_processor(images=[image], return_tensors="pt")
+        accepted = inspect.signature(self.model.get_image_features).parameters
+        # Only what the method names: e.g. InternVL's num_patches and Gemma3's num_crops are the processor's own.
+        kwargs = {key: value.to(self.device) for key, value in inputs.items() if key in accepted}
+        kwargs["pixel_values"] = kwargs["pixel_values"].to(self.model.dtype)
+        with torch.inference_mode():
+            output = self.model.get_image_features(**kwargs)
+        tokens = output.last_hidden_state if self.features == "vision" else output.pooler_output
+        if isinstance(tokens, list | tuple):  # per-image pieces: one image here
+            tokens = torch.cat([t.reshape(-1, t.shape[-1]) for t in tokens])
+        return tokens.reshape(-1, tokens.shape[-1]).float().mean(dim=0).cpu().numpy()
+
+    def embed_all(self, images: list[Path]) -> np.ndarray:
+        import numpy as np
+        from PIL import Image, UnidentifiedImageError
+
+        vectors, started, reported = [], time.monotonic(), time.monotonic()
+        for done, path in enumerate(images, 1):
+            try:
+                with Image.open(path) as image:
+                    vectors.append(self.embed(image.convert("RGB")))
+            except (UnidentifiedImageError, OSError) as exc:
+                raise EmbedError(f"{path}: not a readable image ({exc})") from exc
+            if time.monotonic() - reported > PROGRESS_SECONDS or done == len(images):
+                rate = done / max(time.monotonic() - started, 1e-9)
+                print(f"embed: {done:,}/{len(images):,} images ({rate:.1f}/s)", file=sys.stderr, flush=True)
+                reported = time.monotonic()
+        return np.stack(vectors)
+
+    def metadata(self) -> dict[str, Any]:
+        from pathbind_models.hf import loading
+
+        return {"model": self.pretrained, "family": self.family, "features": self.features,
+                "pooling": f"mean over {FEATURES[self.features]}", "dtype": str(self.model.dtype),
+                "processor_options": loading.to_json(self.processor_options),
+                "image_limits": loading.image_limits(self.processor)}
+
+
+def write_parquet(path: Path, ids: list[str], vectors: np.ndarray, metadata: dict[str, Any]) -> None:
+    """``id`` and ``embedding`` (list of float32) columns; how they were made under the schema key ``pathbind``."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    embedding = pa.array(list(vectors.astype("float32")), type=pa.list_(pa.float32()))
+    table = pa.table({"id": pa.array(ids, type=pa.string()), "embedding": embedding})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table.replace_schema_metadata({"pathbind": json.dumps(metadata)}), path)
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise EmbedError(f"--processor-option {text!r}: expected KEY=VALUE")
+    return key, value
