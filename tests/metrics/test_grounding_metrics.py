@@ -325,8 +325,8 @@ def test_doctests():
 
 
 def test_region_sweep_equals_the_separate_metrics():
-    """One heat map and one sort give exactly what attention_region_metrics and pixel-AP give one call each,
-    ties and clipped boxes included."""
+    """One set of blocks gives exactly what attention_region_metrics and pixel-AP give one call each, ties and
+    clipped boxes included."""
     rng = np.random.default_rng(7)
     for trial in range(40):
         attn = rng.random((int(rng.integers(3, 30)), int(rng.integers(3, 30))))
@@ -411,3 +411,99 @@ def test_a_constant_map_scores_nan_in_every_measure():
     """A constant map has no attended region: the sweep and the separate metrics agree that it is NaN."""
     sweep = region_sweep(np.full((3, 5), 0.4), [0, 0, 4, 4], (20, 12), qs=(0.2,))
     assert math.isnan(sweep["pixel_ap"]) and all(math.isnan(v) for v in sweep["by_q"][0.2].values())
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_kth_largest_by_buckets_equals_a_full_sort(seed):
+    """The bucketed selection gives the k-th largest of a full sort, with ties, equal values and huge spreads."""
+    rng = np.random.default_rng(200 + seed)
+    for trial in range(30):
+        size = int(rng.integers(1, 3000))
+        values = rng.random(size) * 10.0 ** rng.integers(-12, 3)
+        if trial % 3 == 0:
+            values = np.round(values * 5) / 5  # ties
+        if trial % 10 == 1:
+            values = np.full(size, 0.25)
+        ranked = np.sort(values)
+        for k in {1, size, int(rng.integers(1, size + 1))}:
+            assert grounding._kth_largest(values, k) == ranked[size - k]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_count_at_least_by_buckets_equals_brute_force(seed):
+    """For each threshold, the number of values >= it, as a comparison of every pair counts it; thresholds drawn
+    from the values themselves (the pixel-AP case: ties between box and other pixels) and between them."""
+    rng = np.random.default_rng(300 + seed)
+    for trial in range(20):
+        values = rng.random(int(rng.integers(1, 2000)))
+        if trial % 2:
+            values = np.round(values * 7) / 7
+        thresholds = np.unique(np.r_[rng.choice(values, int(rng.integers(1, 50))), rng.random(5)])
+        low, high = float(thresholds.min()), float(thresholds.max())
+        values = values[(values >= low) & (values <= high)]
+        expected = (values[None, :] >= thresholds[:, None]).sum(axis=1)
+        assert np.array_equal(grounding._count_at_least(values, thresholds, low, high), expected)
+
+
+@pytest.mark.parametrize(("grid", "image_size", "view"), [
+    ((8, 8), (256, 256), None), ((24, 24), (300, 220), None), ((37, 37), (400, 400), [20.0, 0.0, 380.0, 400.0]),
+    ((37, 24), (333, 512), [-3.5, 10.25, 300.0, 515.0]), ((5, 3), (64, 97), None), ((1, 6), (40, 30), None),
+])
+def test_blocks_bound_their_pixels_and_compute_them_bit_identically(grid, image_size, view):
+    """Every block's pixels lie within its [low, high] bounds, and the blocks' values are the heat map's seen
+    pixels, bit for bit (the reference upsampling pixel-row by pixel-row)."""
+    rng = np.random.default_rng(sum(grid) + image_size[0])
+    for attn in (rng.random(grid), np.round(rng.random(grid) * 2), rng.random(grid).astype(np.float32)):
+        prepared = grounding._prepare(attn, [1, 2, 30, 25], image_size, 3.0, view)
+        if isinstance(prepared, str):
+            continue
+        blocks = grounding._Blocks(prepared)
+        heat = _reference_heat(attn.astype(float), image_size, view or [0, 0, *image_size], 3.0)[prepared.seen]
+        rows, cols = np.diff(blocks.row_edges), np.diff(blocks.col_edges)
+        low, high = (np.repeat(np.repeat(b, rows, axis=0), cols, axis=1) for b in (blocks.low, blocks.high))
+        assert ((low <= heat) & (heat <= high)).all()
+        values, _ = blocks.values(np.ones(blocks.low.shape, bool))
+        assert np.array_equal(np.sort(values), np.sort(heat.ravel()))
+
+
+def _reference_by_sort(heat: np.ndarray, box: list[float], seen: np.ndarray,
+                       q: float) -> tuple[dict[str, float], float]:
+    """Like _reference_scores for larger maps: superlevel-set sizes from a sort instead of one pass per value."""
+    ys, xs = np.mgrid[:heat.shape[0], :heat.shape[1]] + 0.5
+    labels = (xs >= box[0]) & (xs < box[2]) & (ys >= box[1]) & (ys < box[3])
+    ranked = np.sort(heat[seen])
+    distinct = np.unique(ranked)
+    sizes = ranked.size - np.searchsorted(ranked, distinct, side="left")
+    best = distinct[np.lexsort((-sizes, np.abs(sizes - q * ranked.size)))[0]]
+    mask = seen & (heat >= best)
+    hit, attended, area = int((mask & labels).sum()), int(mask.sum()), int(labels.sum())
+    ap = average_precision_score(labels.ravel(), np.where(seen, heat, -1.0).ravel())
+    return {"iou": hit / (attended + area - hit), "precision": hit / attended, "recall": hit / area}, ap
+
+
+@pytest.mark.parametrize(("grid", "image_size"), [((8, 8), (320, 320)), ((24, 24), (300, 260)), ((37, 37), (370, 300)),
+                                                  ((37, 24), (240, 410))])
+def test_fast_sweep_at_real_grids_equals_a_sorted_reference_and_sklearn(grid, image_size):
+    """The real grids (8, 24, 37) at a few hundred pixels, square and not, with and without a view: overlap equals
+    the superlevel sets of a full sort exactly, pixel-AP sklearn's to 1e-12."""
+    rng = np.random.default_rng(grid[0] * 7 + image_size[1])
+    width, height = image_size
+    for trial in range(3):
+        attn = rng.random(grid) if trial != 1 else np.round(rng.random(grid) * 3)
+        view = None if trial == 0 else [float(rng.uniform(-4, width / 3)), float(rng.uniform(-4, height / 3)),
+                                        float(rng.uniform(2 * width / 3, width + 4)),
+                                        float(rng.uniform(2 * height / 3, height + 4))]
+        x0, y0 = rng.uniform(-10, width * 0.8), rng.uniform(-10, height * 0.8)
+        box = [float(x0), float(y0), float(x0 + rng.uniform(5, width / 2)), float(y0 + rng.uniform(5, height / 2))]
+        sigma = float(rng.choice([0.0, 3.0]))
+        problem = grounding_problem(attn, box, image_size, sigma=sigma, view_box=view)
+        if problem is not None:
+            continue
+        sweep = region_sweep(attn, box, image_size, qs=(0.05, 0.2, 0.4), sigma=sigma, view_box=view)
+        heat = heat_map(attn, image_size, sigma=sigma, view_box=view)
+        seen = np.zeros(heat.shape, bool)
+        seen[grounding.view_pixels(image_size, view)] = True
+        for q, values in sweep["by_q"].items():
+            expected, ap = _reference_by_sort(heat, box, seen, q)
+            assert values == expected
+            assert sweep["pixel_ap"] == pytest.approx(ap, abs=1e-12, rel=0)
