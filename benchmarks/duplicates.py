@@ -30,6 +30,7 @@ import numpy as np
 from PIL import Image
 
 from pathbind_analysis.duplicates.command import DHASH_THRESHOLD, PHASH_THRESHOLD
+from pathbind_analysis.duplicates.edits import crop, jpeg, resize
 from pathbind_analysis.duplicates.hashing import WINDOWS, image_hashes
 from pathbind_analysis.duplicates.index import HammingIndex, brute_force_pairs, popcount
 from pathbind_analysis.duplicates.sources import ImageItem
@@ -67,23 +68,6 @@ def variants(tile: Image.Image, rng: np.random.Generator) -> dict[str, Image.Ima
     copies["crop_10%_anywhere"] = crop(tile, 0.1, *rng.random(2))
     copies["crop_10%_anywhere_resize_0.75x_jpeg_q75"] = jpeg(resize(crop(tile, 0.1, *rng.random(2)), 0.75), 75)
     return copies
-
-
-def crop(image: Image.Image, share: float, x: float, y: float) -> Image.Image:
-    """Keep ``1 - share`` of each side, placed at (x, y) in 0..1 (0, 0: the top-left corner)."""
-    dx, dy = round(share * image.width), round(share * image.height)
-    left, top = round(x * dx), round(y * dy)
-    return image.crop((left, top, left + image.width - dx, top + image.height - dy))
-
-
-def resize(image: Image.Image, factor: float) -> Image.Image:
-    return image.resize((round(factor * image.width), round(factor * image.height)), Image.Resampling.BICUBIC)
-
-
-def jpeg(image: Image.Image, quality: int) -> Image.Image:
-    buffer = io.BytesIO()
-    image.save(buffer, "JPEG", quality=quality)
-    return Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
 
 
 def hashes_of(image: Image.Image, crops: bool = False) -> np.ndarray:

@@ -17,6 +17,7 @@ from conftest import BIN, run
 from PIL import Image
 
 from pathbind_analysis.duplicates.command import DHASH_THRESHOLD, PHASH_THRESHOLD
+from pathbind_analysis.duplicates.edits import crop, jpeg, resize
 from pathbind_analysis.duplicates.hashing import image_hashes
 from pathbind_analysis.duplicates.index import HammingIndex, brute_force_pairs
 from pathbind_analysis.duplicates.sources import ImageItem
@@ -35,21 +36,6 @@ def encoded(image: Image.Image, fmt: str = "PNG", **options) -> bytes:
     buffer = io.BytesIO()
     image.save(buffer, fmt, **options)
     return buffer.getvalue()
-
-
-def jpeg(image: Image.Image, quality: int) -> Image.Image:
-    return Image.open(io.BytesIO(encoded(image, "JPEG", quality=quality))).convert("RGB")
-
-
-def crop(image: Image.Image, share: float, x: float, y: float) -> Image.Image:
-    """Keep ``1 - share`` of each side, placed at (x, y) in 0..1 (0, 0: the top-left corner)."""
-    dx, dy = round(share * image.width), round(share * image.height)
-    left, top = round(x * dx), round(y * dy)
-    return image.crop((left, top, left + image.width - dx, top + image.height - dy))
-
-
-def resize(image: Image.Image, factor: float) -> Image.Image:
-    return image.resize((round(factor * image.width), round(factor * image.height)), Image.Resampling.BICUBIC)
 
 
 def sixteen_bit_grey(seed: int) -> tuple[Image.Image, Image.Image]:
