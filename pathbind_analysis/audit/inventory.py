@@ -17,7 +17,7 @@ from pathbind_metrics.tcga import classify
 DETECT_ROWS = 1000  # rows read ahead to find the id column when none is named
 FORMATS = {".txt": "text", ".csv": "csv", ".tsv": "tsv", ".tab": "tsv", ".json": "json", ".jsonl": "jsonl",
            ".ndjson": "jsonl", ".parquet": "parquet"}
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+SOURCE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")  # the NAME of a NAME=FILE argument
 _CHUNK = 1 << 20
 
 
@@ -42,7 +42,7 @@ class Source:
 def parse_source(text: str, option: str = "--train") -> Source:
     """``NAME=FILE`` or ``NAME=FILE:column``; the file must exist."""
     name, _, rest = text.partition("=")
-    if not _NAME.fullmatch(name) or not rest:
+    if not SOURCE_NAME.fullmatch(name) or not rest:
         raise InventoryError(f"{option} {text!r}: expected NAME=FILE or NAME=FILE:column, with a NAME of letters, "
                              "digits, '.', '_', '+' or '-'")
     path, column = split_column(rest)

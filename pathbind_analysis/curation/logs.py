@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,20 @@ def log_files(path: Path) -> list[Path]:
     return found
 
 
+def read_logs(paths: list[Path], read_file: Callable[[Path], str]) -> list[str]:
+    """Call ``read_file`` (which returns why a file holds nothing usable, "" when it does) on every log the paths
+    name; a file named directly must be usable, one found in a folder is skipped: returns those as "file: why"."""
+    skipped = []
+    for path in paths:
+        for file in log_files(path):
+            problem = read_file(file)
+            if problem and path.is_file():
+                raise CurationInputError(f"{file}: {problem}")
+            if problem:
+                skipped.append(f"{file}: {problem}")
+    return skipped
+
+
 def read_model_answers(name: str, paths: list[Path], *, condition: str = "text") -> ModelAnswers:
     """Merge a model's logs; an item answered twice or a damaged line is an error naming the file and line.
 
@@ -55,13 +70,7 @@ def read_model_answers(name: str, paths: list[Path], *, condition: str = "text")
     """
     answers = ModelAnswers(name=name, condition=condition)
     seen_at: dict[str, str] = {}  # item id -> "file:line", to name both places of a duplicate
-    for path in paths:
-        for file in log_files(path):
-            problem = _read_file(file, answers, seen_at)
-            if problem and path.is_file():
-                raise CurationInputError(f"{file}: {problem}")
-            if problem:
-                answers.skipped_files.append(f"{file}: {problem}")
+    answers.skipped_files = read_logs(paths, lambda file: _read_file(file, answers, seen_at))
     if not answers.correct:
         raise CurationInputError(f"model '{name}' has no usable log: " + "; ".join(answers.skipped_files))
     return answers

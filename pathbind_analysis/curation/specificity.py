@@ -10,7 +10,7 @@ from typing import Any
 
 from pathbind.lmms_output import SampleLogError, read_sample_log
 from pathbind_analysis.curation.errors import CurationInputError
-from pathbind_analysis.curation.logs import log_files
+from pathbind_analysis.curation.logs import read_logs
 from pathbind_metrics.parsing import SPECIFICITY_LABELS
 
 RECORD_KEYS = frozenset({"id", "split", "judgement", "reason"})  # what pathbind_pathvg_specificity logs per item
@@ -36,13 +36,7 @@ def read_judge(name: str, paths: list[Path]) -> Judge:
     found in a folder that holds no judgements (another task run beside it) is skipped and listed."""
     judge = Judge(name)
     seen_at: dict[str, str] = {}
-    for path in paths:
-        for file in log_files(path):
-            problem = _read_file(file, judge, seen_at)
-            if problem and path.is_file():
-                raise CurationInputError(f"{file}: {problem}")
-            if problem:
-                judge.skipped_files.append(f"{file}: {problem}")
+    judge.skipped_files = read_logs(paths, lambda file: _read_file(file, judge, seen_at))
     if not judge.labels:
         raise CurationInputError(f"judge '{name}' has no usable log: " + "; ".join(judge.skipped_files))
     return judge

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pathbind_analysis.audit.inventory import InventoryError, open_text, split_column
+from pathbind_analysis.audit.inventory import SOURCE_NAME, InventoryError, open_text, split_column
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp", ".gif"})
 ID_COLUMNS = ("id", "image_id", "uid", "key", "file_name", "filename", "name")  # first found names a Parquet row
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
 _BATCH_ROWS = 64  # Parquet rows decoded at a time: embedded images stay on disk until hashed
 
 
@@ -53,7 +51,7 @@ class ImageItem:
 def parse_image_source(text: str, option: str) -> ImageSource:
     """``[NAME=]PATH[:image_column[,id_column]]``; NAME defaults to the file or folder name without suffix."""
     name, sep, rest = text.partition("=")
-    if not sep or not _NAME.fullmatch(name) or Path(text).exists():
+    if not sep or not SOURCE_NAME.fullmatch(name) or Path(text).exists():
         name, rest = "", text
     path, columns = split_column(rest)
     if not path.exists():
