@@ -11,6 +11,7 @@ from pathbind import hookimpl
 @hookimpl
 def pathbind_add_commands(subparsers: argparse._SubParsersAction) -> None:
     from pathbind_analysis.audit.command import add_audit_command
+    from pathbind_analysis.audit.embed import add_embed_command
     from pathbind_analysis.audit.features_command import add_features_command
     from pathbind_analysis.curation.command import add_curation_commands
     from pathbind_analysis.duplicates.command import add_duplicates_command
@@ -20,6 +21,7 @@ def pathbind_add_commands(subparsers: argparse._SubParsersAction) -> None:
     add_curation_commands(subparsers)
     add_audit_command(subparsers)
     add_features_command(subparsers)
+    add_embed_command(subparsers)
     add_duplicates_command(subparsers)
     add_pairs_command(subparsers)
     add_report_command(subparsers)

@@ -26,7 +26,5 @@ def pathbind_models() -> list[ModelSpec]:
 @hookimpl
 def pathbind_add_commands(subparsers: argparse._SubParsersAction) -> None:
     from pathbind_models.hf.command import add_make_tiny_model_command  # lazily: no torch for `pathbind --help`
-    from pathbind_models.hf.embed import add_embed_command
 
     add_make_tiny_model_command(subparsers)
-    add_embed_command(subparsers)

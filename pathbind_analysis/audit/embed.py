@@ -118,15 +118,15 @@ class Embedder:
 
     def embed_all(self, images: list[Path]) -> np.ndarray:
         import numpy as np
-        from PIL import Image, UnidentifiedImageError
+
+        from pathbind_tasks.common.images import image_problem, max_pixels, rgb_image
 
         vectors, started, reported = [], time.monotonic(), time.monotonic()
         for done, path in enumerate(images, 1):
-            try:
-                with Image.open(path) as image:
-                    vectors.append(self.embed(image.convert("RGB")))
-            except (UnidentifiedImageError, OSError) as exc:
-                raise EmbedError(f"{path}: not a readable image ({exc})") from exc
+            # Decoded as every task shows images (16-bit by bit depth, never white); a bad file stops the run.
+            if problem := image_problem({"bytes": None, "path": str(path)}, max_pixels()):
+                raise EmbedError(f"{path}: {problem}")
+            vectors.append(self.embed(rgb_image(str(path))))
             if time.monotonic() - reported > PROGRESS_SECONDS or done == len(images):
                 rate = done / max(time.monotonic() - started, 1e-9)
                 print(f"embed: {done:,}/{len(images):,} images ({rate:.1f}/s)", file=sys.stderr, flush=True)

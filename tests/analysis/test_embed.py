@@ -100,8 +100,25 @@ def test_an_unreadable_image_is_named(tiny_model, tmp_path, capsys):
     (tmp_path / "images" / "TCGA-AA-0001.png").write_bytes(b"not a png")
     assert main(["embed", "--model", str(tiny_model("llava")), str(tmp_path / "images"), "--out",
                  str(tmp_path / "e.parquet")]) == 1
-    assert "TCGA-AA-0001.png: not a readable image" in capsys.readouterr().err
+    assert "TCGA-AA-0001.png: unreadable image" in capsys.readouterr().err
     assert not (tmp_path / "e.parquet").exists()
+
+
+@pytest.mark.parametrize("name", ["llava", "qwen2_5_vl"])
+def test_a_16_bit_image_is_embedded_by_its_bit_depth_through_a_real_processor(name, realtok_model, tmp_path, capsys):
+    """A non-square 16-bit greyscale slide thumbnail embeds as its 8-bit rendering (v / 257), not as white."""
+    grey = np.random.default_rng(0).integers(0, 256, (150, 260), dtype=np.uint16) * 257
+    for folder, image in (("sixteen", Image.fromarray(grey)), ("eight", Image.fromarray((grey // 257).astype("uint8"))),
+                          ("white", Image.new("L", (260, 150), 255))):
+        (tmp_path / folder).mkdir()
+        image.save(tmp_path / folder / "TCGA-AA-0001-01Z-00-DX1.png")
+        assert main(["embed", "--model", str(realtok_model(name)), str(tmp_path / folder), "--out",
+                     str(tmp_path / f"{folder}.parquet")]) == 0
+    capsys.readouterr()
+    sixteen, eight, white = (np.array(pq.read_table(tmp_path / f"{f}.parquet").column("embedding")[0].as_py())
+                             for f in ("sixteen", "eight", "white"))
+    assert np.array_equal(sixteen, eight)
+    assert not np.allclose(sixteen, white, atol=1e-3)
 
 
 def test_help_does_not_import_torch():
