@@ -4,6 +4,7 @@ VENV ?= .venv
 BIN := $(abspath $(VENV))/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check
 OUT ?= out/demo
+TINY_TASKS := pathbind_demo_yesno,pathbind_demo_grounding,pathbind_demo_faithfulness
 # Offline by design: the demo and the tests never reach a model or dataset hub.
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 # Dependencies are reinstalled only when these files change.
@@ -27,8 +28,11 @@ demo: install
 	rm -rf $(OUT)
 	$(OFFLINE) $(BIN)/lmms_eval --model pathbind_control --tasks pathbind_demo --output_path $(OUT)/pathbind_control --log_samples
 	$(OFFLINE) $(BIN)/lmms_eval --model pathbind_blind --tasks pathbind_demo --output_path $(OUT)/pathbind_blind --log_samples
+	@# The same two verdicts from a real transformer on the pathbind_hf path: trained on other synthetic images, and untrained.
+	$(OFFLINE) $(BIN)/lmms_eval --model pathbind_tiny --tasks $(TINY_TASKS) --output_path $(OUT)/pathbind_tiny --log_samples
+	$(OFFLINE) $(BIN)/lmms_eval --model pathbind_tiny_untrained --tasks $(TINY_TASKS) --output_path $(OUT)/pathbind_tiny_untrained --log_samples
 	$(BIN)/pathbind summary $(OUT)
-	$(OFFLINE) $(BIN)/pathbind report $(OUT)/pathbind_control $(OUT)/pathbind_blind --out $(OUT)/report
+	$(OFFLINE) $(BIN)/pathbind report $(OUT)/pathbind_control $(OUT)/pathbind_blind $(OUT)/pathbind_tiny $(OUT)/pathbind_tiny_untrained --out $(OUT)/report
 
 lint: install
 	$(BIN)/ruff check pathbind_autoload.py pathbind pathbind_tasks pathbind_models pathbind_metrics pathbind_analysis tests examples benchmarks

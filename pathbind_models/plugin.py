@@ -20,11 +20,18 @@ def pathbind_models() -> list[ModelSpec]:
         ModelSpec("pathbind_baseline", simple_class_path="pathbind_models.baseline_model.BaselineModel",
                   description="PathView random-choice (strategy=random) or most-frequent-choice (strategy=frequent) "
                               "baseline, computed from the task's own data"),
+        ModelSpec("pathbind_tiny", simple_class_path="pathbind_models.tiny_control.model.TinyControlModel",
+                  description="positive control through pathbind_hf: a tiny Qwen2-VL trained on synthetic demo images"),
+        ModelSpec("pathbind_tiny_untrained",
+                  simple_class_path="pathbind_models.tiny_control.model.UntrainedTinyControlModel",
+                  description="negative twin of pathbind_tiny: the same architecture at its seed-0 initialisation"),
     ]
 
 
 @hookimpl
 def pathbind_add_commands(subparsers: argparse._SubParsersAction) -> None:
     from pathbind_models.hf.command import add_make_tiny_model_command  # lazily: no torch for `pathbind --help`
+    from pathbind_models.tiny_control.command import add_train_control_command
 
     add_make_tiny_model_command(subparsers)
+    add_train_control_command(subparsers)
