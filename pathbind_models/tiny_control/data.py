@@ -15,7 +15,7 @@ from pathbind_tasks.demo.synth import demo_items
 from pathbind_tasks.demo.tissue import QUADRANTS
 
 DEMO_SEED = 0  # the shipped demo items' seed: never drawn here, so the demo stays held out
-OCCLUDED_PER_MOSAIC = 3
+OCCLUDED_PER_MOSAIC = 3  # occluded copies of each mosaic's true presence question
 MARGIN = 4.0  # the Yes margin taught with the quadrant in full view; each hidden cell of it lowers it by MARGIN / 8
 GRID = 8  # the demo faithfulness task's occlusion grid: a 128-pixel quadrant is 4 × 4 cells
 
@@ -86,8 +86,8 @@ def _mosaic_examples(item: dict, rng: np.random.Generator) -> list[Example]:
 
 
 def _hidden_cells(quadrant: int, rng: np.random.Generator) -> tuple[np.ndarray, float]:
-    """(GRID × GRID mask of cells to paint, the share of ``quadrant``'s cells left): k of its 16 cells (k small
-    more often: the faithfulness task hides one cell at a time) and 0–16 of the other 48."""
+    """(GRID × GRID mask of cells to paint, the probability of Yes to learn): k of ``quadrant``'s 16 cells (k
+    uniform in 0–16) and 0–16 of the other 48; the Yes margin taught is MARGIN × (1 − k/8), whatever the others."""
     half = GRID // 2
     row, col = divmod(quadrant, 2)
     inside = np.zeros((GRID, GRID), bool)

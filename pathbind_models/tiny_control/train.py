@@ -55,12 +55,11 @@ def build(seed: int = 0) -> tuple[Any, Any]:
 
 
 def encode(adapter: HFAdapter, example: Example) -> Encoded:
-    """The example exactly as ``pathbind_hf`` prompts it (chat template, processor), plus its answer tokens and the
-    attention it is taught: the entity's tokens look at the target quadrant among the image tokens, and the token
-    that predicts the answer looks at the evidence (its quadrant, or the whole field) when the answer is Yes or a
-    letter, and away from the image when a tile's answer is No, so that what it reads says whether the evidence is
-    there; a presence question's answer token looks at the quadrant it names either way, since that quadrant's
-    pixels (the pattern, another one, or the evidence painted over) decide the answer."""
+    """The example exactly as ``pathbind_hf`` prompts it (chat template, processor), plus its answer tokens (or
+    the probability of Yes to learn) and the attention it is taught: the entity's tokens spread theirs evenly over
+    the target quadrant among the image tokens, and the token that predicts the answer spreads its own evenly over
+    the evidence (its quadrant, or the whole field) when the answer is Yes, a letter or a presence question's, and
+    moves it to the text when a tile's answer is No."""
     images = [example.image] if example.image is not None else []
     prompt = adapter._prompt(len(images), example.text)
     inputs = adapter._encode([prompt], [images])
