@@ -23,8 +23,8 @@ GRID = 8  # a 256-pixel demo image becomes 8×8 merged image tokens (224² after
 
 @dataclass(frozen=True)
 class Taught:
-    """Query rows whose attention is taught: their share of attention on ``target`` among the keys ``over``
-    (None: every key) is raised."""
+    """Query rows whose attention is taught: among the keys ``over`` (None: every key), their attention is drawn
+    onto ``target``, spread evenly over it or in total."""
 
     rows: list[int]
     target: list[int]
@@ -109,8 +109,10 @@ def collate(batch: list[Encoded], pad: int) -> dict[str, torch.Tensor]:
 
 
 def losses(adapter: HFAdapter, batch: list[Encoded], mid: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
-    """(answer cross-entropy, attention loss): −log of each taught row's share of attention (head mean, as the
-    probe reads it) on its target, in each middle-third layer."""
+    """(answer loss, attention loss). The answer loss is the answer tokens' cross-entropy plus, for the examples
+    with a probability of Yes to learn, the cross-entropy of the first Yes and No tokens against it. The attention
+    loss is, in each middle-third layer, −log of each taught row's share of attention (head mean, as the probe
+    reads it) on its target: the mean over the target's keys when spread (minimal when even), else the total."""
     inputs = collate(batch, adapter.processor.tokenizer.pad_token_id or 0)
     labels = inputs.pop("labels")
     rows = sorted({p for e in batch for t in e.taught for p in t.rows}) or [0]
