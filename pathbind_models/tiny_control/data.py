@@ -85,15 +85,22 @@ def _mosaic_examples(item: dict, rng: np.random.Generator) -> list[Example]:
     return [presence, *occluded, locate]
 
 
-def _hidden_cells(quadrant: int, rng: np.random.Generator) -> tuple[np.ndarray, float]:
-    """(GRID × GRID mask of cells to paint, the probability of Yes to learn): k of ``quadrant``'s 16 cells (k
-    uniform in 0–16) and 0–16 of the other 48; the Yes margin taught is MARGIN × (1 − k/8), whatever the others."""
+def quadrant_cells(quadrant: int) -> np.ndarray:
+    """The row-major indices of ``quadrant``'s cells in the GRID × GRID grid (that of the image tokens too: a
+    32-pixel occlusion cell is one merged token)."""
     half = GRID // 2
     row, col = divmod(quadrant, 2)
     inside = np.zeros((GRID, GRID), bool)
     inside[row * half:(row + 1) * half, col * half:(col + 1) * half] = True
-    k = int(rng.integers(0, half * half + 1))
+    return np.flatnonzero(inside)
+
+
+def _hidden_cells(quadrant: int, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+    """(GRID × GRID mask of cells to paint, the probability of Yes to learn): k of ``quadrant``'s 16 cells (k
+    uniform in 0–16) and 0–16 of the other 48; the Yes margin taught is MARGIN × (1 − k/8), whatever the others."""
+    inside = quadrant_cells(quadrant)
+    k = int(rng.integers(0, len(inside) + 1))
     mask = np.zeros(GRID * GRID, bool)
-    mask[rng.choice(np.flatnonzero(inside), k, replace=False)] = True
-    mask[rng.choice(np.flatnonzero(~inside), int(rng.integers(0, 17)), replace=False)] = True
-    return mask.reshape(GRID, GRID), float(1 / (1 + np.exp(-MARGIN * (1 - 2 * k / (half * half)))))
+    mask[rng.choice(inside, k, replace=False)] = True
+    mask[rng.choice(np.setdiff1d(np.arange(GRID * GRID), inside), int(rng.integers(0, 17)), replace=False)] = True
+    return mask.reshape(GRID, GRID), float(1 / (1 + np.exp(-MARGIN * (1 - 2 * k / len(inside)))))

@@ -15,10 +15,8 @@ import torch
 from pathbind_models.adapter import layer_indices
 from pathbind_models.hf import probe
 from pathbind_models.hf.adapter import HFAdapter
-from pathbind_models.tiny_control.data import Example, examples
+from pathbind_models.tiny_control.data import Example, examples, quadrant_cells
 from pathbind_models.tiny_control.settings import Settings
-
-GRID = 8  # a 256-pixel demo image becomes 8×8 merged image tokens (224² after Qwen's smart_resize)
 
 
 @dataclass(frozen=True)
@@ -78,10 +76,7 @@ def encode(adapter: HFAdapter, example: Example) -> Encoded:
     image_positions = np.flatnonzero(np.asarray(ids) == adapter.config.image_token_id)
     target = image_positions.tolist()
     if example.quadrant is not None:
-        row, col = divmod(example.quadrant, 2)
-        half = GRID // 2
-        cells = [r * GRID + c for r in range(row * half, (row + 1) * half) for c in range(col * half, (col + 1) * half)]
-        target = image_positions[cells].tolist()
+        target = image_positions[quadrant_cells(example.quadrant)].tolist()
     if example.entity is not None:
         entity = adapter._entity_positions(prompt, np.asarray(ids), example.text, example.entity)
         encoded.taught.append(Taught(entity, target, image_positions.tolist()))
