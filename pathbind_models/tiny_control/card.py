@@ -11,7 +11,7 @@ from pathbind_models.tiny_control.settings import Settings
 # The shipped checkpoint's demo figures (lmms_eval, `make demo`); tests/models/test_tiny_control.py asserts the
 # issue's thresholds on every run, and a retrained checkpoint should land within TOLERANCE of these.
 FIGURES = {
-    "pathbind_tiny": {"mg": 25.0, "attn_iou": 0.644, "cross_query_r": -0.117, "attn_occlusion_rho": 0.609,
+    "pathbind_tiny": {"mg": 50.0, "attn_iou": 0.527, "cross_query_r": 0.094, "attn_occlusion_rho": 0.554,
                       "verdict": "uses the image; attention tracks causal importance"},
     "pathbind_tiny_untrained": {"mg": 0.0, "attn_iou": 0.185, "cross_query_r": 0.992, "attn_occlusion_rho": -0.047,
                                 "verdict": "uses the image; attention does not track causal importance"},
@@ -40,23 +40,25 @@ synthetic demo images.
 **What it was trained on.** Images from the demo generators (`pathbind_tasks/demo`) drawn with seed
 {settings.seed} (the demo's own items are seed 0 and are never seen): {settings.n_tiles} yes/no tiles (DAB-positive
 nuclei, a cluster of atypical nuclei; balanced), {settings.n_mcq} multiple-choice tiles per dimension D1–D6, and
-{settings.n_mosaics} four-pattern mosaics. Each mosaic is asked a presence question ("Is there <pattern> in the
-<quadrant> quadrant in this image?", half of them naming the wrong quadrant), is asked the true question
-{OCCLUDED_PER_MOSAIC} more times with k of the quadrant's 16 cells of the 8×8 occlusion grid (k uniform in 0–16)
-and 0–16 other cells painted the image's mean colour, and is given a localisation prompt (`Look at the image and
-locate: <pattern>[ in the <quadrant> quadrant]`). All are rendered with the project's templates (`yesno`, `mcq`,
-`locate`) through the chat template and processor exactly as `pathbind_hf` prompts. It answers with the bare
-option ("Yes", "No", a letter), the tokens the option scores read; for the occluded questions it learns the
-probability of Yes whose margin is {MARGIN:g} × (1 − k/8): each hidden cell of the quadrant, and no other, lowers
-it by the same amount.
+{settings.n_mosaics} four-pattern mosaics. Each mosaic is asked whether its pattern is in its quadrant ("Is there
+<pattern> in the <quadrant> quadrant in this image?") in full view and in {OCCLUDED_PER_MOSAIC} copies with k of the
+quadrant's 16 cells of the 8×8 occlusion grid (k uniform in 0–16) and 0–16 other cells painted the image's mean
+colour, and is given a localisation prompt (`Look at the image and locate: <pattern>[ in the <quadrant>
+quadrant]`). All are rendered with the project's templates (`yesno`, `mcq`, `locate`) through the chat template and
+processor exactly as `pathbind_hf` prompts. It answers with the bare option ("Yes", "No", a letter), the tokens the
+option scores read; for the presence questions it learns a probability of Yes whose margin is {MARGIN:g} × (1 − k/8),
+in full view (k = 0) as in the copies, so that each hidden cell of the quadrant, and no other, lowers it by the same
+amount, and painted cells are no cue of their own.
 
 **Its grounding is taught.** Besides the answers' cross-entropy, an auxiliary loss (weight
-{settings.attention_weight}) shapes the attention (head mean, as the probe reads it) of the middle-third layers
-(2 and 3) only: each entity token's image attention is spread evenly over the target quadrant's 16 image tokens,
-and the token that predicts the answer spreads its attention evenly over the evidence (the quadrant asked about or
-holding the lesion, or the whole tile) when the answer is Yes, a letter or a presence question's, and moves it to
-the text when a tile's answer is No. Evenly, so that every cell of the evidence counts toward the answer. Where the
-expression does not name the quadrant, only the pixels say where that is.
+{settings.attention_weight}) shapes the attention (head mean, as the probe reads it). In the middle-third layers (2
+and 3), the ones the probe reads, each entity token's image attention is spread evenly over the target quadrant's
+16 image tokens. In every layer, the token that predicts the answer spreads its attention evenly over the evidence
+when the answer is Yes, a letter or a presence question's (the quadrant, the image tokens that hold a tile's
+DAB-positive nuclei, or the whole tile), so that the answer reads its evidence and nothing else; in the middle
+third it moves it to the text when a tile's answer is No. Evenly, so that every cell of the evidence counts toward
+the answer; onto the brown nuclei, because a few of them barely move the field's mean colour. Where the expression
+does not name the quadrant, only the pixels say where that is.
 
 **Training.** `pathbind train-control --out DIR --seed {settings.seed} --steps {settings.steps}` ({knobs});
 AdamW, warm-up then cosine decay, deterministic for a given seed and thread count; {minutes:.0f} minutes here,
@@ -65,9 +67,9 @@ same (a second run checked it); with another thread count rounding differs, and 
 reproduced within {TOLERANCE} (not checked).
 
 **Figures** on the demo (`make demo`). The issue's targets are MG ≥ 30, IoU ≥ 0.4, r ≤ 0.5, ρ > 0.3 and "uses
-the image; attention tracks causal importance" for the trained model. This checkpoint reaches all of them but MG:
-it answers the atypical-cluster question from the image (12 of 12) and the DAB question at chance (6 of 12), so
-MG is 25 (the test of MG ≥ 30 is an expected failure until a retrained checkpoint reaches it). The untrained twin:
+the image; attention tracks causal importance" for the trained model, and this checkpoint reaches all of them: it
+answers both demo yes/no questions (DAB-positive nuclei, a cluster of atypical nuclei) from the image, 24 of 24, and
+without the image at chance; its attention–occlusion ρ has the 95% interval [0.43, 0.67]. The untrained twin:
 |MG| ≤ 10, IoU < 0.25, attention that does not track (its answers do move with the pixels, as any random network's
 do, so it "uses the image").
 

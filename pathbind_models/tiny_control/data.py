@@ -15,20 +15,21 @@ from pathbind_tasks.demo.synth import demo_items
 from pathbind_tasks.demo.tissue import QUADRANTS
 
 DEMO_SEED = 0  # the shipped demo items' seed: never drawn here, so the demo stays held out
-OCCLUDED_PER_MOSAIC = 3  # occluded copies of each mosaic's true presence question
-MARGIN = 4.0  # the Yes margin taught with the quadrant in full view; each hidden cell of it lowers it by MARGIN / 8
+OCCLUDED_PER_MOSAIC = 5  # presence questions asked of occluded copies of each mosaic
+MARGIN = 6.0  # the Yes margin taught with the quadrant in full view; each hidden cell of it lowers it by MARGIN / 8
 GRID = 8  # the demo faithfulness task's occlusion grid: a 128-pixel quadrant is 4 × 4 cells
 
 
 @dataclass(frozen=True)
 class Example:
-    """One prompt about one image: the answer to learn (or None) and the quadrant its entity should attend to."""
+    """One prompt about one image: the answer to learn (or None) and the image-token cells its entity and its
+    answer should attend to."""
 
     image: Image.Image | None
     text: str  # the user message, rendered from the project's templates
     answer: str | None  # "Yes", "No" or an option letter, learned as the whole reply
     entity: str | None = None  # the expression whose tokens' attention is taught
-    quadrant: int | None = None  # index into QUADRANTS of the entity's target and of the evidence (None: anywhere)
+    cells: tuple[int, ...] | None = None  # image-token cells of the entity's target and of the evidence (None: all)
     yes_share: float | None = None  # instead of ``answer``: the probability of "Yes" to learn
 
 
@@ -40,7 +41,7 @@ def examples(n_tiles: int, n_mosaics: int, n_mcq: int, n_text: int, seed: int) -
     rng = np.random.default_rng(seed)
     mcq, yes_no = demo_items(n_per_dimension=n_mcq, n_yes_no=n_tiles, seed=seed)
     out = [Example(row["image"], render_template("yesno", question=row["question"], thinking=False),
-                   row["answer"].capitalize(), quadrant=_quadrant(row["boxes"])) for row in yes_no]
+                   row["answer"].capitalize(), cells=_evidence(row)) for row in yes_no]
     out += [Example(row["image"], render_template("mcq", question=row["question"], thinking=False,
                                                   choices=list(zip("ABCD", row["options"], strict=True))),
                     row["answer"]) for row in mcq]
@@ -52,55 +53,59 @@ def examples(n_tiles: int, n_mosaics: int, n_mcq: int, n_text: int, seed: int) -
     return [out[i] for i in rng.permutation(len(out))]
 
 
-def _quadrant(boxes: list[list[float]]) -> int | None:
-    """The quadrant of a tile's lesion (its first box's centre on a 256-pixel tile); None without one."""
-    if not boxes:
-        return None
-    x0, y0, x1, y1 = boxes[0]
-    return int((y0 + y1) / 2 >= TILE) * 2 + int((x0 + x1) / 2 >= TILE)
+def _evidence(row: dict) -> tuple[int, ...] | None:
+    """The cells of a yes/no tile's evidence: its lesion's quadrant (its first box's centre), or the cells that hold
+    its DAB-positive nuclei (to find brown nuclei the answer must look at them, not at the field's mean colour);
+    None when the tile shows neither."""
+    if row["boxes"]:
+        x0, y0, x1, y1 = row["boxes"][0]
+        return quadrant_cells(int((y0 + y1) / 2 >= TILE) * 2 + int((x0 + x1) / 2 >= TILE))
+    cell = 2 * TILE // GRID  # 32 pixels: a demo tile is two mosaic quadrants wide
+    cells = {int(y // cell) * GRID + int(x // cell) for x, y in row["dab_centres"]}
+    return tuple(sorted(cells)) or None
 
 
 def _mosaic_examples(item: dict, rng: np.random.Generator) -> list[Example]:
-    """A presence question (true or, half the time, naming another quadrant), the true presence question asked of
-    the mosaic with occlusion-grid cells painted its mean colour (k of the quadrant's 16 cells and some of the
-    others: Yes with probability 1 − k/16, so that each hidden cell of the quadrant, and no other, lowers it), and a
-    localisation prompt, with or without the quadrant in the expression (without it only the pixels say where to
-    look)."""
+    """The true presence question asked of the mosaic in full view and of OCCLUDED_PER_MOSAIC copies with
+    occlusion-grid cells painted its mean colour, all learning a probability of Yes (one margin for full view and
+    the occluded copies alike, so that painted cells are not a cue of their own), and a localisation prompt, with
+    or without the quadrant in the expression (without it only the pixels say where to look)."""
     x0, y0 = item["bbox"][:2]
     truth = int(y0 // TILE) * 2 + int(x0 // TILE)
     name = PATTERNS[item["pattern"]][3][int(rng.integers(2))]
-    asked = truth if rng.random() < 0.5 else int(rng.choice([q for q in range(4) if q != truth]))
-    claim = f"{name} in the {QUADRANTS[asked]} quadrant"
-    presence = Example(item["image"], render_template("yesno", question=presence_question(claim), thinking=False),
-                       "Yes" if asked == truth else "No", claim, asked)
-    true_claim = f"{name} in the {QUADRANTS[truth]} quadrant"
-    occluded = []
-    for _ in range(OCCLUDED_PER_MOSAIC):
-        hidden, shown = _hidden_cells(truth, rng)
-        occluded.append(Example(occlude(item["image"], hidden, fill_colour(item["image"], "mean")),
-                                render_template("yesno", question=presence_question(true_claim), thinking=False),
-                                None, true_claim, truth, yes_share=shown))
+    claim = f"{name} in the {QUADRANTS[truth]} quadrant"
+    text = render_template("yesno", question=presence_question(claim), thinking=False)
+    images = [(item["image"], np.zeros((GRID, GRID), bool))]
+    images += [(occlude(item["image"], hidden, fill_colour(item["image"], "mean")), hidden)
+               for hidden in (_hidden_cells(truth, rng) for _ in range(OCCLUDED_PER_MOSAIC))]
     entity = item["expression"] if rng.random() < 0.5 else name
-    locate = Example(item["image"], render_template("locate", entity=entity), None, entity, truth)
-    return [presence, *occluded, locate]
+    return [*(Example(image, text, None, claim, quadrant_cells(truth), yes_share(hidden, truth))
+              for image, hidden in images),
+            Example(item["image"], render_template("locate", entity=entity), None, entity, quadrant_cells(truth))]
 
 
-def quadrant_cells(quadrant: int) -> np.ndarray:
+def quadrant_cells(quadrant: int) -> tuple[int, ...]:
     """The row-major indices of ``quadrant``'s cells in the GRID × GRID grid (that of the image tokens too: a
     32-pixel occlusion cell is one merged token)."""
     half = GRID // 2
     row, col = divmod(quadrant, 2)
     inside = np.zeros((GRID, GRID), bool)
     inside[row * half:(row + 1) * half, col * half:(col + 1) * half] = True
-    return np.flatnonzero(inside)
+    return tuple(np.flatnonzero(inside).tolist())
 
 
-def _hidden_cells(quadrant: int, rng: np.random.Generator) -> tuple[np.ndarray, float]:
-    """(GRID × GRID mask of cells to paint, the probability of Yes to learn): k of ``quadrant``'s 16 cells (k
-    uniform in 0–16) and 0–16 of the other 48; the Yes margin taught is MARGIN × (1 − k/8), whatever the others."""
-    inside = quadrant_cells(quadrant)
-    k = int(rng.integers(0, len(inside) + 1))
+def _hidden_cells(quadrant: int, rng: np.random.Generator) -> np.ndarray:
+    """A GRID × GRID mask of cells to paint: k of ``quadrant``'s 16 cells (k uniform in 0–16) and 0–16 of the
+    other 48."""
+    inside = np.array(quadrant_cells(quadrant))
     mask = np.zeros(GRID * GRID, bool)
-    mask[rng.choice(inside, k, replace=False)] = True
+    mask[rng.choice(inside, int(rng.integers(0, len(inside) + 1)), replace=False)] = True
     mask[rng.choice(np.setdiff1d(np.arange(GRID * GRID), inside), int(rng.integers(0, 17)), replace=False)] = True
-    return mask.reshape(GRID, GRID), float(1 / (1 + np.exp(-MARGIN * (1 - 2 * k / len(inside)))))
+    return mask.reshape(GRID, GRID)
+
+
+def yes_share(hidden: np.ndarray, quadrant: int) -> float:
+    """The probability of Yes taught for the true presence question with ``hidden`` cells painted: its margin is
+    MARGIN × (1 − k/8) for k hidden cells of the quadrant, whatever the others."""
+    k = int(hidden.ravel()[list(quadrant_cells(quadrant))].sum())
+    return float(1 / (1 + np.exp(-MARGIN * (1 - k / 8))))

@@ -15,7 +15,7 @@ import torch
 from pathbind_models.adapter import layer_indices
 from pathbind_models.hf import probe
 from pathbind_models.hf.adapter import HFAdapter
-from pathbind_models.tiny_control.data import Example, examples, quadrant_cells
+from pathbind_models.tiny_control.data import Example, examples
 from pathbind_models.tiny_control.settings import Settings
 
 
@@ -28,6 +28,7 @@ class Taught:
     target: list[int]
     over: list[int] | None
     spread: bool = True  # evenly over ``target`` (each image token's content then counts), or just onto it
+    every_layer: bool = False  # in every layer (the answer reads only its evidence), not just the middle third
 
 
 @dataclass
@@ -55,9 +56,9 @@ def build(seed: int = 0) -> tuple[Any, Any]:
 def encode(adapter: HFAdapter, example: Example) -> Encoded:
     """The example exactly as ``pathbind_hf`` prompts it (chat template, processor), plus its answer tokens (or
     the probability of Yes to learn) and the attention it is taught: the entity's tokens spread theirs evenly over
-    the target quadrant among the image tokens, and the token that predicts the answer spreads its own evenly over
-    the evidence (its quadrant, or the whole field) when the answer is Yes, a letter or a presence question's, and
-    moves it to the text when a tile's answer is No."""
+    the target cells among the image tokens, and the token that predicts the answer spreads its own evenly over
+    the evidence (its cells, or the whole field) in every layer when the answer is Yes, a letter or a presence
+    question's, and moves it to the text when a tile's answer is No."""
     images = [example.image] if example.image is not None else []
     prompt = adapter._prompt(len(images), example.text)
     inputs = adapter._encode([prompt], [images])
@@ -75,8 +76,8 @@ def encode(adapter: HFAdapter, example: Example) -> Encoded:
         return encoded
     image_positions = np.flatnonzero(np.asarray(ids) == adapter.config.image_token_id)
     target = image_positions.tolist()
-    if example.quadrant is not None:
-        target = image_positions[quadrant_cells(example.quadrant)].tolist()
+    if example.cells is not None:
+        target = image_positions[list(example.cells)].tolist()
     if example.entity is not None:
         entity = adapter._entity_positions(prompt, np.asarray(ids), example.text, example.entity)
         encoded.taught.append(Taught(entity, target, image_positions.tolist()))
@@ -84,7 +85,7 @@ def encode(adapter: HFAdapter, example: Example) -> Encoded:
         text = sorted(set(range(len(ids))) - set(image_positions.tolist()))
         encoded.taught.append(Taught([len(ids) - 1], text, None, spread=False))
     elif example.answer is not None or example.yes_share is not None:
-        encoded.taught.append(Taught([len(ids) - 1], target, None))
+        encoded.taught.append(Taught([len(ids) - 1], target, None, every_layer=True))
     return encoded
 
 
@@ -106,12 +107,13 @@ def collate(batch: list[Encoded], pad: int) -> dict[str, torch.Tensor]:
 def losses(adapter: HFAdapter, batch: list[Encoded], mid: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """(answer loss, attention loss). The answer loss is the answer tokens' cross-entropy plus, for the examples
     with a probability of Yes to learn, the cross-entropy of the first Yes and No tokens against it. The attention
-    loss is, in each middle-third layer, −log of each taught row's share of attention (head mean, as the probe
-    reads it) on its target: the mean over the target's keys when spread (minimal when even), else the total."""
+    loss is, in each middle-third layer (in each layer for a row taught ``every_layer``), −log of each taught
+    row's share of attention (head mean, as the probe reads it) on its target: the mean over the target's keys when
+    spread (minimal when even), else the total."""
     inputs = collate(batch, adapter.processor.tokenizer.pad_token_id or 0)
     labels = inputs.pop("labels")
     rows = sorted({p for e in batch for t in e.taught for p in t.rows}) or [0]
-    modules = {adapter.decoder_layers[i]: i for i in mid}
+    modules = {layer: i for i, layer in enumerate(adapter.decoder_layers)}
     with probe.recording(rows, modules) as record:
         logits = adapter.model(**inputs).logits
     answer = torch.nn.functional.cross_entropy(logits[:, :-1].flatten(0, 1), labels[:, 1:].flatten())
@@ -124,7 +126,7 @@ def losses(adapter: HFAdapter, batch: list[Encoded], mid: list[int]) -> tuple[to
     for b, e in enumerate(batch):
         for taught in e.taught:
             picked = [rows.index(p) for p in taught.rows]
-            for layer in mid:
+            for layer in range(len(adapter.decoder_layers)) if taught.every_layer else mid:
                 weights = record.rows_by_layer[layer][b, picked]
                 total = weights.sum(-1) if taught.over is None else weights[:, taught.over].sum(-1)
                 share = weights[:, taught.target] / total[:, None]
