@@ -103,7 +103,7 @@ def _row(item_id: str, family: QuestionFamily, cls: int, rng: np.random.Generato
         "id": item_id, "image": Image.fromarray(rgb), "question": family.question, "dimension": family.dimension,
         "source": "synthetic", "width": rgb.shape[1], "height": rgb.shape[0], "boxes": truth["lesion_boxes"],
         "nuclei_count": truth["nuclei_count"], "dab_fraction": truth["dab_fraction"], "tissue": truth["tissue"],
-        "dab_centres": truth["centres"][truth["dab_positive"]],  # (x, y) per DAB-positive nucleus; not written
+        "dab_centres": truth["centres"][truth["dab_positive"]].tolist(),  # [x, y] per DAB-positive nucleus; not written
     }
 
 
