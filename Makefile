@@ -1,4 +1,5 @@
-# PathBind: `make demo` runs the offline demo, `make test` runs every check. Both set up .venv first.
+# PathBind: `make demo` runs the offline demo, `make test` runs every check (`make test-fast` a quick subset).
+# All set up .venv first.
 PYTHON ?= python3.11
 VENV ?= .venv
 BIN := $(abspath $(VENV))/bin
@@ -10,7 +11,11 @@ OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 # Dependencies are reinstalled only when these files change.
 DEPS_STAMP := $(VENV)/.deps-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-12)
 
-.PHONY: demo test install lint clean
+# The tests run on pytest-xdist workers, one per core (at most 4), each on one BLAS/torch thread (tests/conftest.py).
+TEST_WORKERS ?= auto
+PYTEST := $(OFFLINE) $(BIN)/pytest --numprocesses $(TEST_WORKERS) --maxprocesses 4 --durations 15
+
+.PHONY: demo test test-fast install lint clean
 
 $(DEPS_STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,9 +43,13 @@ lint: install
 	$(BIN)/ruff check pathbind_autoload.py pathbind pathbind_tasks pathbind_models pathbind_metrics pathbind_analysis tests examples benchmarks
 	$(BIN)/mypy
 
+# The pytest script (not `python -m pytest`) keeps the source tree off sys.path: tests use the installed package.
 test: lint
-	@# The pytest script (not `python -m pytest`) keeps the source tree off sys.path: tests use the installed package.
-	$(OFFLINE) $(BIN)/pytest $(PYTEST_ARGS)
+	$(PYTEST) $(PYTEST_ARGS)
+
+# The inner loop: unit tests and one end-to-end run through lmms_eval; `make test` keeps every check.
+test-fast: install
+	$(PYTEST) -m "not slow or smoke" $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

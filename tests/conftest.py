@@ -1,7 +1,9 @@
-"""Shared fixtures: a fresh plugin manager and runners for the installed command-line tools."""
+"""Shared fixtures: a fresh plugin manager, runners for the installed command-line tools, and the end-to-end runs
+that several test files read, made once per test session."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -12,11 +14,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from filelock import FileLock
 
 from pathbind import make_plugin_manager
 
 BIN = Path(sys.executable).parent
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One BLAS/OpenMP/torch thread in each pytest-xdist worker and in the tools it starts, so that the workers (one
+    per core) do not fight over the cores; set before the test modules import numpy or torch, which read it once."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(variable, "1")
 
 
 @pytest.fixture
@@ -52,9 +63,17 @@ def run(command: list[str], cwd: Path, env: dict[str, str] | None = None,
     return subprocess.run(command, cwd=cwd, env=full_env, capture_output=True, text=True, timeout=timeout)
 
 
+# Models that the tests load with random weights: they never emit an end token, so an uncapped run generates to the
+# task's budget (1,024 tokens for VQA). The cap belongs to the test's arguments, never to the product's defaults.
+RANDOM_WEIGHT_MODELS = {"pathbind_hf", "llava_hf", "qwen2_5_vl"}
+
+
 def lmms_eval(tmp_path: Path, model: str, tasks: str, *extra: str, launcher: list[str] | None = None,
               env: dict[str, str] | None = None) -> dict[str, Any]:
     """Run an evaluation and return its results.json; lmms-eval exits 0 on failure, so the file is the proof."""
+    if model in RANDOM_WEIGHT_MODELS and not any("max_new_tokens=" in argument for argument in extra):
+        raise ValueError(f"{model} has random weights in the tests: cap generation with max_new_tokens in "
+                         "--model_args or --gen_kwargs")
     out = tmp_path / f"out-{model}-{len(list(tmp_path.iterdir()))}"
     command = [*(launcher or [str(BIN / "lmms_eval")]), "--model", model, "--tasks", tasks,
                "--output_path", str(out), "--log_samples", *extra]
@@ -62,6 +81,61 @@ def lmms_eval(tmp_path: Path, model: str, tasks: str, *extra: str, launcher: lis
     files = sorted(out.rglob("*_results.json"))
     assert done.returncode == 0 and files, f"{' '.join(command)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
     return {"results": json.loads(files[0].read_text()), "out": out, "stdout": done.stdout, "stderr": done.stderr}
+
+
+def _session_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A folder that every pytest-xdist worker of this test session shares (its per-worker temp folders' parent)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
+@pytest.fixture(scope="session")
+def shared_lmms_eval(tmp_path_factory):
+    """Factory ``shared_lmms_eval(model, tasks, *extra, launcher=None, env=None)``: ``lmms_eval``'s result for that
+    argument set, run once per test session. Under pytest-xdist the first worker to ask runs it and the others wait
+    for it and read its files; a failed run fails every test that asks for it, with the run's output. Tests only
+    read its output folder."""
+    root = _session_root(tmp_path_factory) / "shared_runs"
+    root.mkdir(exist_ok=True)
+
+    def get(model: str, tasks: str, *extra: str, launcher: list[str] | None = None,
+            env: dict[str, str] | None = None) -> dict[str, Any]:
+        key = hashlib.sha256(json.dumps([model, tasks, extra, launcher, env]).encode()).hexdigest()[:16]
+        folder, saved, failed = root / f"{model}-{key}", root / f"{model}-{key}.json", root / f"{model}-{key}.failed"
+        with FileLock(f"{folder}.lock"):
+            if not saved.exists() and not failed.exists():
+                folder.mkdir()
+                try:
+                    result = lmms_eval(folder, model, tasks, *extra, launcher=launcher, env=env)
+                except AssertionError as error:
+                    failed.write_text(str(error))
+                    raise
+                saved.write_text(json.dumps({**result, "out": str(result["out"])}))
+        if failed.exists():
+            pytest.fail(f"shared run of {model} on {tasks} failed:\n{failed.read_text()}")
+        result = json.loads(saved.read_text())
+        return {**result, "out": Path(result["out"])}
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def demo_control(shared_lmms_eval):
+    """The positive control on the whole ``pathbind_demo`` group, with sample logs."""
+    return shared_lmms_eval("pathbind_control", "pathbind_demo")
+
+
+@pytest.fixture(scope="session")
+def demo_blind(shared_lmms_eval):
+    """The negative control on the whole ``pathbind_demo`` group, started as ``python -m lmms_eval``."""
+    return shared_lmms_eval("pathbind_blind", "pathbind_demo", launcher=[sys.executable, "-m", "lmms_eval"])
+
+
+@pytest.fixture(scope="session")
+def limited_control(shared_lmms_eval):
+    """The positive control on the demo VQA, yes/no and ablation tasks with ``--limit 4``."""
+    return shared_lmms_eval("pathbind_control", "pathbind_demo_vqa,pathbind_demo_yesno,pathbind_demo_vqa_ablation",
+                            "--limit", "4")
 
 
 def metric(results: dict[str, Any], task: str, name: str) -> float:

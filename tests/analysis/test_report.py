@@ -8,19 +8,16 @@ import re
 import shutil
 
 import pytest
-from conftest import BIN, lmms_eval, run
+from conftest import BIN, run
 
 from pathbind_analysis.report import ReportError, build_report
 from pathbind_analysis.report.overlays import ItemMap, choose_items
 
-DEMO_TASKS = "pathbind_demo_vqa,pathbind_demo_vqa_ablation,pathbind_demo_grounding"
-
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """Both controls on the demo VQA, ablation and grounding tasks, with sample logs."""
-    tmp = tmp_path_factory.mktemp("report_runs")
-    return {model: lmms_eval(tmp, model, DEMO_TASKS)["out"] for model in ("pathbind_control", "pathbind_blind")}
+def runs(demo_control, demo_blind):
+    """Both controls on the whole demo (VQA, ablation, grounding, faithfulness, PathView), with sample logs."""
+    return {"pathbind_control": demo_control["out"], "pathbind_blind": demo_blind["out"]}
 
 
 @pytest.fixture(scope="module")

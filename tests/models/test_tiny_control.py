@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import BIN, lmms_eval, metric, run
+from conftest import BIN, metric, run
 
 from pathbind_models.tiny_control.settings import Settings
 
@@ -87,15 +87,16 @@ def test_the_command_is_registered_and_refuses_the_demo_seed(tmp_path):
     assert not any(tmp_path.iterdir())
 
 
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("tiny_control")
-    return {model: lmms_eval(root, model, TASKS) for model in ("pathbind_tiny", "pathbind_tiny_untrained")}
+@pytest.fixture
+def tiny_run(shared_lmms_eval):
+    """``tiny_run(model)``: that control's run on TASKS; one run each, so that two pytest-xdist workers make both
+    at once."""
+    return lambda model: shared_lmms_eval(model, TASKS)
 
 
 @pytest.mark.slow
-def test_trained_control_grounds_and_its_attention_tracks_occlusion(runs):
-    run = runs["pathbind_tiny"]
+def test_trained_control_grounds_and_its_attention_tracks_occlusion(tiny_run):
+    run = tiny_run("pathbind_tiny")
     assert run["results"]["pathbind"]["model"]["pretrained"].endswith("checkpoints/pathbind_tiny")
     assert metric(run, "pathbind_demo_yesno", "invalid_rate") == 0
     assert metric(run, "pathbind_demo_yesno", "mg") >= 30
@@ -107,8 +108,8 @@ def test_trained_control_grounds_and_its_attention_tracks_occlusion(runs):
 
 
 @pytest.mark.slow
-def test_untrained_twin_neither_gains_nor_grounds(runs):
-    run = runs["pathbind_tiny_untrained"]
+def test_untrained_twin_neither_gains_nor_grounds(tiny_run):
+    run = tiny_run("pathbind_tiny_untrained")
     assert abs(metric(run, "pathbind_demo_yesno", "mg")) <= 10
     assert metric(run, "pathbind_demo_grounding", "attn_iou") < 0.25
     verdict = metric(run, "pathbind_demo_faithfulness", "verdict")
@@ -116,7 +117,7 @@ def test_untrained_twin_neither_gains_nor_grounds(runs):
 
 
 @pytest.mark.slow
-def test_both_checkpoints_are_the_packaged_ones_with_their_model_cards(runs):
+def test_both_checkpoints_are_the_packaged_ones_with_their_model_cards(tiny_run):
     from pathbind_models.tiny_control.card import FIGURES
     from pathbind_models.tiny_control.model import CHECKPOINTS
 
@@ -126,5 +127,6 @@ def test_both_checkpoints_are_the_packaged_ones_with_their_model_cards(runs):
         config = json.loads((CHECKPOINTS / name / "config.json").read_text())
         assert config["model_type"] == "qwen2_vl"
         stated = FIGURES[name]
-        assert metric(runs[name], "pathbind_demo_yesno", "mg") == pytest.approx(stated["mg"], abs=0.05)
-        assert metric(runs[name], "pathbind_demo_grounding", "attn_iou") == pytest.approx(stated["attn_iou"], abs=5e-4)
+        run = tiny_run(name)
+        assert metric(run, "pathbind_demo_yesno", "mg") == pytest.approx(stated["mg"], abs=0.05)
+        assert metric(run, "pathbind_demo_grounding", "attn_iou") == pytest.approx(stated["attn_iou"], abs=5e-4)

@@ -208,7 +208,8 @@ def test_llava_grounding_and_faithfulness_records_carry_the_view(tmp_path, realt
     lost with that reason, the one straddling its edge is scored with a diagnostic; occlusion cells outside the
     view are counted as such (one faithfulness item: 325 forwards)."""
     write_grounding(tmp_path / "data", (512, 256), [[200, 50, 300, 150], [10, 10, 100, 100], [100, 50, 200, 150]])
-    args, env = ("--model_args", f"pretrained={realtok_model('llava')}"), {"PATHBIND_DATA": str(tmp_path / "data")}
+    args = ("--model_args", f"pretrained={realtok_model('llava')},max_new_tokens=4")
+    env = {"PATHBIND_DATA": str(tmp_path / "data")}
     grounding_run = lmms_eval(tmp_path, "pathbind_hf", "pathbind_grounding_testa", *args, env=env)
     lost = metric(grounding_run, "pathbind_grounding_testa", "lost_items")
     assert lost["items"] == 3 and lost["scored"] == 2

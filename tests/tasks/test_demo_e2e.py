@@ -14,15 +14,14 @@ pytestmark = pytest.mark.slow
 VQA_TASKS = ("pathbind_demo_vqa", "pathbind_demo_yesno")
 
 
-@pytest.fixture(scope="module")
-def control(tmp_path_factory):
-    return lmms_eval(tmp_path_factory.mktemp("control"), "pathbind_control", "pathbind_demo")
+@pytest.fixture
+def control(demo_control):
+    return demo_control
 
 
-@pytest.fixture(scope="module")
-def blind(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("blind")
-    return lmms_eval(tmp, "pathbind_blind", "pathbind_demo", launcher=[sys.executable, "-m", "lmms_eval"])
+@pytest.fixture
+def blind(demo_blind):
+    return demo_blind
 
 
 @pytest.mark.parametrize("task", VQA_TASKS)

@@ -18,14 +18,15 @@ TASK = "pathbind_demo_faithfulness"
 TASKS_DIR = Path(pathbind_tasks.__file__).parent
 
 
-@pytest.fixture(scope="module")
-def control(tmp_path_factory):
-    return lmms_eval(tmp_path_factory.mktemp("faith-control"), "pathbind_control", TASK)
+@pytest.fixture
+def control(demo_control):
+    """pathbind_control on pathbind_demo, which holds the task."""
+    return demo_control
 
 
-@pytest.fixture(scope="module")
-def blind(tmp_path_factory):
-    return lmms_eval(tmp_path_factory.mktemp("faith-blind"), "pathbind_blind", TASK)
+@pytest.fixture
+def blind(demo_blind):
+    return demo_blind
 
 
 def test_positive_control_uses_the_image_and_its_attention_tracks_causal_importance(control):
@@ -61,8 +62,8 @@ def test_blind_control_does_not_use_the_image(blind):
 def test_hf_adapter_answers_occlusion_requests(tmp_path, tiny_model):
     """pathbind_hf on a tiny Qwen2-VL: every item is scored from real forwards (random weights still move the
     margin a little), and attention on its native 8x8 grid is resampled to the task's grid."""
-    result = lmms_eval(tmp_path, "pathbind_hf", TASK, "--model_args", f"pretrained={tiny_model('qwen2_vl')}",
-                       "--limit", "2")
+    result = lmms_eval(tmp_path, "pathbind_hf", TASK, "--model_args",
+                       f"pretrained={tiny_model('qwen2_vl')},max_new_tokens=4", "--limit", "2")
     assert metric(result, TASK, "faith_lost")["items"] == 2
     assert metric(result, TASK, "causal_l1") > 0
     assert -1 <= metric(result, TASK, "attn_occlusion_rho") <= 1

@@ -59,11 +59,9 @@ def test_every_shipped_task_lists_an_item_s_documents_together(task_manager, nam
         assert conditions[0] == "image" and docs["condition"] == conditions * len(items)
 
 
-@pytest.fixture(scope="module")
-def limited(tmp_path_factory):
-    """The positive control on the VQA, yes/no and ablation demo tasks with --limit 4."""
-    return lmms_eval(tmp_path_factory.mktemp("limit4"), "pathbind_control",
-                     "pathbind_demo_vqa,pathbind_demo_yesno,pathbind_demo_vqa_ablation", "--limit", "4")
+@pytest.fixture
+def limited(limited_control):
+    return limited_control
 
 
 def records(result: dict, task: str) -> list[dict]:

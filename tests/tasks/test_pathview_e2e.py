@@ -21,14 +21,15 @@ def headline(task: str) -> str:
     return HEADLINE.get(task.rsplit("_", 1)[1], "accuracy")
 
 
-@pytest.fixture(scope="module")
-def control(tmp_path_factory):
-    return lmms_eval(tmp_path_factory.mktemp("control"), "pathbind_control", "pathview_demo")
+@pytest.fixture
+def control(demo_control):
+    """pathbind_control on pathbind_demo, which holds pathview_demo."""
+    return demo_control
 
 
-@pytest.fixture(scope="module")
-def blind(tmp_path_factory):
-    return lmms_eval(tmp_path_factory.mktemp("blind"), "pathbind_blind", "pathview_demo")
+@pytest.fixture
+def blind(demo_blind):
+    return demo_blind
 
 
 def test_positive_control_grounds_counts_and_refuses_traps(control):
