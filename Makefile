@@ -41,7 +41,8 @@ demo: install
 
 lint: install
 	$(BIN)/ruff check pathbind_autoload.py pathbind pathbind_tasks pathbind_models pathbind_metrics pathbind_analysis tests examples benchmarks
-	$(BIN)/mypy
+	@# The cache lives in the venv, which CI keeps between runs: a fresh clone re-checks only what changed.
+	$(BIN)/mypy --cache-dir $(VENV)/.mypy_cache
 
 # The pytest script (not `python -m pytest`) keeps the source tree off sys.path: tests use the installed package.
 test: lint

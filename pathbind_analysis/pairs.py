@@ -11,8 +11,6 @@ from typing import Any
 
 from pathbind.lmms_output import task_results, task_samples
 from pathbind.table import format_table
-from pathbind_metrics.grounding_aggregations import Q_DEFAULT, Q_SWEEP
-from pathbind_metrics.pairs import delta_mean, delta_mg, ranking_agreement
 
 
 def add_pairs_command(subparsers: argparse._SubParsersAction) -> None:
@@ -33,6 +31,8 @@ def add_pairs_command(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from pathbind_metrics.grounding_aggregations import Q_DEFAULT  # scipy: loaded when the command runs
+
     try:
         pairs = [_split_pair(text) for text in args.pairs]
         rows = [_compare(general, tuned, args) for general, tuned in pairs]
@@ -62,6 +62,9 @@ def _split_pair(text: str) -> tuple[Path, Path]:
 
 
 def _compare(general: Path, tuned: Path, args: argparse.Namespace) -> dict[str, Any]:
+    from pathbind_metrics.grounding_aggregations import Q_DEFAULT
+    from pathbind_metrics.pairs import delta_mean, delta_mg
+
     options = {"n_resamples": args.n_resamples, "seed": args.seed}
     row: dict[str, Any] = {"general": general.name, "tuned": tuned.name}
     vqa = [_vqa_answers(path, args.vqa_task) for path in (general, tuned)]
@@ -98,6 +101,9 @@ def _records(run_dir: Path, task: str, metric: str) -> list[dict[str, Any]]:
 
 def _rankings(runs: list[Path], task: str) -> dict[str, float]:
     """τ of each threshold's and pixel-AP's model ranking against IoU at the default threshold."""
+    from pathbind_metrics.grounding_aggregations import Q_DEFAULT, Q_SWEEP
+    from pathbind_metrics.pairs import ranking_agreement
+
     scores: dict[str, list[float]] = {f"iou@q={q}": [] for q in Q_SWEEP}
     scores["pixel_ap"] = []
     for run_dir in runs:

@@ -1,38 +1,38 @@
 """PathBind metrics: pure numpy/scipy functions from arrays to numbers."""
 
-from pathbind_metrics.agreement import cohen_kappa, percent_agreement
-from pathbind_metrics.consensus import consensus_filter, correct_count_distribution, text_solvable
-from pathbind_metrics.grounding import (
-    attention_region_metrics,
-    cross_query_correlation,
-    effective_support_ratio,
-    heat_map,
-    pixel_average_precision,
-)
-from pathbind_metrics.leakage import leak_partition, overlap, stratified_metric
-from pathbind_metrics.parsing import choice_letters, parse_choice, parse_yes_no
-from pathbind_metrics.tcga import parse_barcode
-from pathbind_metrics.vqa import accuracy, multimodal_gain, paired_bootstrap_ci
+from __future__ import annotations
 
-__all__ = [
-    "accuracy",
-    "attention_region_metrics",
-    "choice_letters",
-    "cohen_kappa",
-    "consensus_filter",
-    "correct_count_distribution",
-    "cross_query_correlation",
-    "effective_support_ratio",
-    "heat_map",
-    "leak_partition",
-    "multimodal_gain",
-    "overlap",
-    "paired_bootstrap_ci",
-    "parse_barcode",
-    "parse_choice",
-    "parse_yes_no",
-    "percent_agreement",
-    "pixel_average_precision",
-    "stratified_metric",
-    "text_solvable",
-]
+import importlib
+from typing import Any
+
+_HOMES = {
+    "accuracy": "pathbind_metrics.vqa",
+    "attention_region_metrics": "pathbind_metrics.grounding",
+    "choice_letters": "pathbind_metrics.parsing",
+    "cohen_kappa": "pathbind_metrics.agreement",
+    "consensus_filter": "pathbind_metrics.consensus",
+    "correct_count_distribution": "pathbind_metrics.consensus",
+    "cross_query_correlation": "pathbind_metrics.grounding",
+    "effective_support_ratio": "pathbind_metrics.grounding",
+    "heat_map": "pathbind_metrics.grounding",
+    "leak_partition": "pathbind_metrics.leakage",
+    "multimodal_gain": "pathbind_metrics.vqa",
+    "overlap": "pathbind_metrics.leakage",
+    "paired_bootstrap_ci": "pathbind_metrics.vqa",
+    "parse_barcode": "pathbind_metrics.tcga",
+    "parse_choice": "pathbind_metrics.parsing",
+    "parse_yes_no": "pathbind_metrics.parsing",
+    "percent_agreement": "pathbind_metrics.agreement",
+    "pixel_average_precision": "pathbind_metrics.grounding",
+    "stratified_metric": "pathbind_metrics.leakage",
+    "text_solvable": "pathbind_metrics.consensus",
+}
+__all__ = sorted(_HOMES)
+
+
+def __getattr__(name: str) -> Any:
+    # Imported on first use, so that importing one metric module (as every plugin load does) does not load scipy's
+    # statistics and image modules for all of them.
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(_HOMES[name]), name)

@@ -138,6 +138,14 @@ def limited_control(shared_lmms_eval):
                             "--limit", "4")
 
 
+@pytest.fixture(scope="session")
+def limited_blind(shared_lmms_eval):
+    """The negative control with ``--limit 8`` on the demo VQA and ablation tasks (8 documents: 4 whole items, and
+    one item under all 8 ablation conditions), a PathView task and the grounding task (one document per item)."""
+    return shared_lmms_eval("pathbind_blind", "pathbind_demo_vqa,pathbind_demo_vqa_ablation,pathview_demo_region_ocl,"
+                            "pathbind_demo_grounding", "--limit", "8")
+
+
 def metric(results: dict[str, Any], task: str, name: str) -> float:
     return results["results"]["results"][task][f"{name},none"]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import pytest
 from conftest import BIN, lmms_eval, metric, run, write_plugin
@@ -212,3 +213,12 @@ def test_doctor_warns_about_each_hooked_lmms_eval_function_whose_source_changed(
     monkeypatch.setitem(pathbind.bridge.HOOKED_SOURCES, "lmms_eval.utils:make_table", "0" * 64)
     [check] = _hooked_sources()
     assert (check.name, check.status) == ("hooked source lmms_eval.utils:make_table", "WARN")
+
+
+def test_the_command_line_starts_without_the_libraries_its_commands_use(tmp_path):
+    """Every `pathbind` call builds the parser of every command: none may load torch, scipy, scikit-learn, datasets
+    or matplotlib before a command that needs them runs (each costs a second or more at every call)."""
+    code = ("import sys\nfrom pathbind.cli import main\ntry:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted({'torch', 'scipy', 'sklearn', 'datasets', 'matplotlib'} & set(sys.modules)))")
+    done = run([sys.executable, "-c", code], cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout.strip().splitlines()[-1] == "[]", done.stderr[-2000:]

@@ -7,7 +7,7 @@ import json
 
 import datasets
 import pytest
-from conftest import lmms_eval, metric
+from conftest import metric
 from PIL import Image
 
 from pathbind_tasks.common import accounting
@@ -90,10 +90,9 @@ def test_drop_outside_a_task_does_nothing():
 
 
 @pytest.mark.slow
-def test_every_task_reports_its_rows_through_lmms_eval(tmp_path):
+def test_every_task_reports_its_rows_through_lmms_eval(limited_blind):
     """The accounting metric sits beside the others, counted before --limit, and names the task that cut rows."""
-    tasks = "pathbind_demo_vqa,pathbind_demo_vqa_ablation,pathview_demo_region_ocl,pathbind_demo_grounding"
-    result = lmms_eval(tmp_path, "pathbind_blind", tasks, "--limit", "8")
+    result = limited_blind
     rows = {"pathbind_demo_vqa": 60, "pathbind_demo_vqa_ablation": 60, "pathview_demo_region_ocl": 8,
             "pathbind_demo_grounding": 24}
     evaluated = {"pathbind_demo_vqa": 4, "pathbind_demo_vqa_ablation": 1, "pathview_demo_region_ocl": 8,

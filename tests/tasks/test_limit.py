@@ -11,7 +11,7 @@ from pathlib import Path
 
 import datasets
 import pytest
-from conftest import lmms_eval, metric
+from conftest import metric
 
 import pathbind_tasks.demo
 from pathbind import make_plugin_manager
@@ -113,10 +113,11 @@ def test_a_limited_run_swaps_in_the_images_drawn_over_the_whole_dataset(limited)
 
 
 @pytest.mark.slow
-def test_limit_of_one_whole_ablation_item_scores_every_condition(tmp_path):
+def test_limit_of_one_whole_ablation_item_scores_every_condition(limited_blind):
     """--limit 8 is the first item under all 8 conditions: every acc_/drop_ is a number and nothing is warned."""
     task = "pathbind_demo_vqa_ablation"
-    result = lmms_eval(tmp_path, "pathbind_blind", task, "--limit", str(len(ABLATIONS)))
+    assert len(ABLATIONS) == 8
+    result = limited_blind
     assert [r["condition"] for r in records(result, task)] == list(ABLATIONS)
     for condition in ABLATION_CONDITIONS:
         for kind in ("acc", "drop"):
