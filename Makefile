@@ -11,9 +11,10 @@ OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 # Dependencies are reinstalled only when these files change.
 DEPS_STAMP := $(VENV)/.deps-$(shell cat pyproject.toml Makefile | sha256sum | cut -c1-12)
 
-# The tests run on pytest-xdist workers, one per core (at most 4), each on one BLAS/torch thread (tests/conftest.py).
+# The tests run on pytest-xdist workers, one per core (at most 4), each on one BLAS/torch thread (tests/conftest.py);
+# an idle worker takes tests queued for a busy one, so the long end-to-end runs do not leave a core idle at the end.
 TEST_WORKERS ?= auto
-PYTEST := $(OFFLINE) $(BIN)/pytest --numprocesses $(TEST_WORKERS) --maxprocesses 4 --durations 15
+PYTEST := $(OFFLINE) $(BIN)/pytest --numprocesses $(TEST_WORKERS) --maxprocesses 4 --dist worksteal --durations 15
 
 .PHONY: demo test test-fast install lint clean
 

@@ -115,9 +115,10 @@ def test_two_processes_give_exactly_the_one_process_metrics(control, tmp_path):
 
 
 def test_python_api_runs_the_demo(tmp_path):
-    """lmms_eval.evaluator.simple_evaluate finds the plugin model and tasks without include paths."""
+    """lmms_eval.evaluator.simple_evaluate finds the plugin model and tasks without include paths (limit 4: two
+    whole VQA items, with and without the image)."""
     code = ("import json; from lmms_eval.evaluator import simple_evaluate; "
-            "r = simple_evaluate(model='pathbind_control', tasks=['pathbind_demo']); "
+            "r = simple_evaluate(model='pathbind_control', tasks=['pathbind_demo'], limit=4); "
             "print('RESULT', json.dumps(r['results']['pathbind_demo_vqa']['mg,none']))")
     done = run([sys.executable, "-c", code], cwd=tmp_path)
     line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
