@@ -14,96 +14,87 @@ pytestmark = pytest.mark.slow
 VQA_TASKS = ("pathbind_demo_vqa", "pathbind_demo_yesno")
 
 
-@pytest.fixture
-def control(demo_control):
-    return demo_control
-
-
-@pytest.fixture
-def blind(demo_blind):
-    return demo_blind
-
-
 @pytest.mark.parametrize("task", VQA_TASKS)
-def test_positive_control_gains_from_the_image(control, task):
+def test_positive_control_gains_from_the_image(demo_control, task):
     """pathbind_control reads the pixels: MG >= 30 points, near-perfect with the image, no invalid answers."""
-    assert metric(control, task, "mg") >= 30
-    assert metric(control, task, "acc_image") >= 90
-    assert metric(control, task, "invalid_rate") == 0
+    assert metric(demo_control, task, "mg") >= 30
+    assert metric(demo_control, task, "acc_image") >= 90
+    assert metric(demo_control, task, "invalid_rate") == 0
 
 
 @pytest.mark.parametrize("task", VQA_TASKS)
-def test_blind_control_gains_nothing(blind, task):
+def test_blind_control_gains_nothing(demo_blind, task):
     """pathbind_blind never looks: |MG| <= 5 points (exactly 0, since its answers ignore the image)."""
-    assert abs(metric(blind, task, "mg")) <= 5
-    assert metric(blind, task, "acc_image") < 75
+    assert abs(metric(demo_blind, task, "mg")) <= 5
+    assert metric(demo_blind, task, "acc_image") < 75
 
 
 @pytest.mark.parametrize("condition", ["blank", "swap_same", "swap_cross", "blur_16"])
-def test_positive_control_fails_when_the_image_is_ablated(control, condition):
+def test_positive_control_fails_when_the_image_is_ablated(demo_control, condition):
     """Blank, swapped or strongly blurred images take the control's accuracy down by at least 50 points."""
-    assert metric(control, "pathbind_demo_vqa_ablation", f"drop_{condition}") >= 50
+    assert metric(demo_control, "pathbind_demo_vqa_ablation", f"drop_{condition}") >= 50
 
 
 @pytest.mark.parametrize("condition", ["blank", "swap_same", "swap_cross", "blur_2", "blur_4", "blur_8", "blur_16"])
-def test_blind_control_is_unaffected_by_ablations(blind, condition):
+def test_blind_control_is_unaffected_by_ablations(demo_blind, condition):
     """The blind control's accuracy does not move under any ablation."""
-    assert abs(metric(blind, "pathbind_demo_vqa_ablation", f"drop_{condition}")) <= 5
+    assert abs(metric(demo_blind, "pathbind_demo_vqa_ablation", f"drop_{condition}")) <= 5
 
 
-def test_positive_control_localises_what_it_is_asked_about(control):
+def test_positive_control_localises_what_it_is_asked_about(demo_control):
     """The control's evidence maps overlap the named quadrant and change with the expression."""
-    assert metric(control, "pathbind_demo_grounding", "attn_iou") >= 0.5
-    assert metric(control, "pathbind_demo_grounding", "cross_query_r") <= 0.5
-    low, high = metric(control, "pathbind_demo_grounding", "attn_ci")["attn_iou"]
-    assert 0.5 <= low <= metric(control, "pathbind_demo_grounding", "attn_iou") <= high
-    assert metric(control, "pathbind_demo_grounding", "lost_items") == {"items": 24, "scored": 24}
+    assert metric(demo_control, "pathbind_demo_grounding", "attn_iou") >= 0.5
+    assert metric(demo_control, "pathbind_demo_grounding", "cross_query_r") <= 0.5
+    low, high = metric(demo_control, "pathbind_demo_grounding", "attn_ci")["attn_iou"]
+    assert 0.5 <= low <= metric(demo_control, "pathbind_demo_grounding", "attn_iou") <= high
+    assert metric(demo_control, "pathbind_demo_grounding", "lost_items") == {"items": 24, "scored": 24}
 
 
-def test_blind_control_attends_everywhere_and_localises_nothing(blind):
+def test_blind_control_attends_everywhere_and_localises_nothing(demo_blind):
     """A uniform map has full effective support; it cannot localise, so IoU is NaN with the reason counted."""
-    assert metric(blind, "pathbind_demo_grounding", "eff_support") >= 0.99
-    assert math.isnan(metric(blind, "pathbind_demo_grounding", "attn_iou"))
-    lost = metric(blind, "pathbind_demo_grounding", "lost_items")
+    assert metric(demo_blind, "pathbind_demo_grounding", "eff_support") >= 0.99
+    assert math.isnan(metric(demo_blind, "pathbind_demo_grounding", "attn_iou"))
+    lost = metric(demo_blind, "pathbind_demo_grounding", "lost_items")
     assert lost["scored"] == 0 and lost["iou: attention map is constant after smoothing"] == 24
 
 
-def test_dimensions_and_confidence_intervals_are_reported(control):
+def test_dimensions_and_confidence_intervals_are_reported(demo_control):
     """by_dimension has D1-D6 with 10 items each; ci95 brackets acc_image and mg."""
-    table = metric(control, "pathbind_demo_vqa", "by_dimension")
+    table = metric(demo_control, "pathbind_demo_vqa", "by_dimension")
     assert sorted(table) == [f"D{i}" for i in range(1, 7)] and {row["n"] for row in table.values()} == {10}
-    ci = metric(control, "pathbind_demo_vqa", "ci95")
-    assert ci["mg"][0] <= metric(control, "pathbind_demo_vqa", "mg") <= ci["mg"][1]
+    ci = metric(demo_control, "pathbind_demo_vqa", "ci95")
+    assert ci["mg"][0] <= metric(demo_control, "pathbind_demo_vqa", "mg") <= ci["mg"][1]
     assert ci["mg"][0] > 30
 
 
 @pytest.mark.parametrize("task", VQA_TASKS)
-def test_the_reported_metrics_are_those_of_the_logged_answers(control, task):
+def test_the_reported_metrics_are_those_of_the_logged_answers(demo_control, task):
     """Recomputed from the sample log (one record per item and condition): accuracy under each condition, their
     difference (every item is answered in both) and the invalid share equal what results.json reports."""
-    log = next(control["out"].rglob(f"*_samples_{task}.jsonl"))
+    log = next(demo_control["out"].rglob(f"*_samples_{task}.jsonl"))
     records = [json.loads(line)["acc_image"] for line in log.read_text().splitlines()]
     assert {"id", "condition", "parsed", "valid", "correct", "reference"} <= set(records[0])
     correct = {c: {r["id"]: r["correct"] for r in records if r["condition"] == c} for c in ("image", "text")}
     assert correct["image"].keys() == correct["text"].keys() and len(records) == 2 * len(correct["image"])
     acc = {c: 100 * sum(answers.values()) / len(answers) for c, answers in correct.items()}
-    assert metric(control, task, "acc_image") == pytest.approx(acc["image"])
-    assert metric(control, task, "acc_text") == pytest.approx(acc["text"])
-    assert metric(control, task, "mg") == pytest.approx(acc["image"] - acc["text"])
-    assert metric(control, task, "invalid_rate") == pytest.approx(100 * sum(not r["valid"] for r in records)
+    assert metric(demo_control, task, "acc_image") == pytest.approx(acc["image"])
+    assert metric(demo_control, task, "acc_text") == pytest.approx(acc["text"])
+    assert metric(demo_control, task, "mg") == pytest.approx(acc["image"] - acc["text"])
+    assert metric(demo_control, task, "invalid_rate") == pytest.approx(100 * sum(not r["valid"] for r in records)
                                                                   / len(records))
 
 
-def test_every_row_of_every_demo_task_is_evaluated(control):
+def test_every_row_of_every_demo_task_is_evaluated(demo_control):
     """The accounting metric of each task: all rows read, all evaluated, none dropped."""
-    tasks = {task: figures for task, figures in control["results"]["results"].items() if "accounting,none" in figures}
+    tasks = {task: figures for task, figures in demo_control["results"]["results"].items()
+             if "accounting,none" in figures}
     assert len(tasks) >= 5
     for task, figures in tasks.items():
         accounting = figures["accounting,none"]
         assert accounting["rows"] == accounting["evaluated"] > 0 and accounting["dropped"] == {}, task
 
 
-def test_two_processes_give_exactly_the_one_process_metrics(control, tmp_path):
+def test_two_processes_give_exactly_the_one_process_metrics(demo_control, tmp_path):
     """torchrun --nproc_per_node 2 strides docs across ranks; gathered metrics equal the single-process run."""
     with socket.socket() as probe:  # a free port for the rendezvous
         probe.bind(("127.0.0.1", 0))
@@ -111,7 +102,7 @@ def test_two_processes_give_exactly_the_one_process_metrics(control, tmp_path):
     launcher = [str(BIN / "torchrun"), "--nproc_per_node", "2", "--master_port", str(port), "-m", "lmms_eval"]
     distributed = lmms_eval(tmp_path, "pathbind_control", "pathbind_demo", launcher=launcher)
     for task, results in distributed["results"]["results"].items():
-        assert results == control["results"]["results"][task], task
+        assert results == demo_control["results"]["results"][task], task
 
 
 def test_python_api_runs_the_demo(tmp_path):
@@ -143,9 +134,9 @@ def test_controls_answer_tasks_that_are_not_ours(tmp_path):
     assert len(answers) == 4 and all(isinstance(a, str) and a.strip() for a in answers)
 
 
-def test_summary_prints_headline_ablation_and_dimension_tables(control, tmp_path):
+def test_summary_prints_headline_ablation_and_dimension_tables(demo_control, tmp_path):
     """`pathbind summary` gives one table per metric set (headline, ablations, grounding, ...) and one per dimension."""
-    done = run([str(BIN / "pathbind"), "summary", str(control["out"])], cwd=tmp_path)
+    done = run([str(BIN / "pathbind"), "summary", str(demo_control["out"])], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     tables = {table.splitlines()[0]: table for table in done.stdout.split("\n\n")}
     headers = [header.split() for header in tables]

@@ -18,43 +18,32 @@ TASK = "pathbind_demo_faithfulness"
 TASKS_DIR = Path(pathbind_tasks.__file__).parent
 
 
-@pytest.fixture
-def control(demo_control):
-    """pathbind_control on pathbind_demo, which holds the task."""
-    return demo_control
-
-
-@pytest.fixture
-def blind(demo_blind):
-    return demo_blind
-
-
-def test_positive_control_uses_the_image_and_its_attention_tracks_causal_importance(control):
+def test_positive_control_uses_the_image_and_its_attention_tracks_causal_importance(demo_control):
     """rho > 0.3, causal AMiM > 0.2 and above the box's area share, every interval above its null."""
-    ci = metric(control, TASK, "faith_ci")
-    assert metric(control, TASK, "attn_occlusion_rho") > 0.3 and ci["attn_occlusion_rho"][0] > 0
-    assert metric(control, TASK, "causal_amim") > 0.2
+    ci = metric(demo_control, TASK, "faith_ci")
+    assert metric(demo_control, TASK, "attn_occlusion_rho") > 0.3 and ci["attn_occlusion_rho"][0] > 0
+    assert metric(demo_control, TASK, "causal_amim") > 0.2
     assert ci["causal_amim_minus_area_share"][0] > 0 and ci["attn_amim_minus_area_share"][0] > 0
     assert ci["attn_occlusion_rho_minus_attn_occlusion_rho_null"][0] > 0
-    tests = metric(control, TASK, "perm_tests")
+    tests = metric(demo_control, TASK, "perm_tests")
     assert tests["attn_occlusion_rho>attn_occlusion_rho_null"]["p"] < 0.001
     assert tests["causal_amim>causal_amim_null"]["p"] < 0.001
     assert set(tests["causal_amim>causal_amim_null"]["by_group"]) == {"atypia", "dab", "fat", "lymphocytes"}
-    assert metric(control, TASK, "verdict")["image"] == "uses the image"
-    assert metric(control, TASK, "verdict")["attention"] == "attention tracks causal importance"
-    assert metric(control, TASK, "faith_lost") == {"items": 24, "scored": 24}
-    boxes = metric(control, TASK, "control_boxes")["causal"]
+    assert metric(demo_control, TASK, "verdict")["image"] == "uses the image"
+    assert metric(demo_control, TASK, "verdict")["attention"] == "attention tracks causal importance"
+    assert metric(demo_control, TASK, "faith_lost") == {"items": 24, "scored": 24}
+    boxes = metric(demo_control, TASK, "control_boxes")["causal"]
     assert boxes["true"] > max(boxes["shifted"], boxes["far"], boxes["random_size"])
-    assert metric(control, TASK, "insertion_auc") > metric(control, TASK, "deletion_auc")
+    assert metric(demo_control, TASK, "insertion_auc") > metric(demo_control, TASK, "deletion_auc")
 
 
-def test_blind_control_does_not_use_the_image(blind):
+def test_blind_control_does_not_use_the_image(demo_blind):
     """causal_l1 is exactly 0, causal AMiM is NaN with its reason counted, the answer never changes without it."""
-    assert metric(blind, TASK, "causal_l1") == 0
-    assert math.isnan(metric(blind, TASK, "causal_amim"))
-    assert metric(blind, TASK, "faith_lost")[f"causal_amim: {NO_CAUSAL_SIGNAL}"] == 24
-    assert metric(blind, TASK, "text_agreement") == 1.0
-    verdict = metric(blind, TASK, "verdict")
+    assert metric(demo_blind, TASK, "causal_l1") == 0
+    assert math.isnan(metric(demo_blind, TASK, "causal_amim"))
+    assert metric(demo_blind, TASK, "faith_lost")[f"causal_amim: {NO_CAUSAL_SIGNAL}"] == 24
+    assert metric(demo_blind, TASK, "text_agreement") == 1.0
+    verdict = metric(demo_blind, TASK, "verdict")
     assert verdict["image"] == "does not use the image"
     assert verdict["attention"] == "attention does not track causal importance"
 

@@ -30,7 +30,7 @@ ANSI = re.compile(r"\x1b\[[0-9;]*m")
 def _origin(process_docs) -> str:
     """``module.function`` of a process_docs, or of the factory that built it (``with_conditions``, ...); for a
     callable object, of the function it wraps."""
-    functions = [process_docs] if hasattr(process_docs, "__qualname__") else \
+    functions = [process_docs] if hasattr(process_docs, "__qualname__") else\
         [value for value in vars(process_docs).values() if callable(value) and hasattr(value, "__qualname__")]
     assert len(functions) == 1, f"cannot tell what {process_docs!r} runs"
     return f"{functions[0].__module__}.{functions[0].__qualname__.split('.<locals>')[0]}"
@@ -59,11 +59,6 @@ def test_every_shipped_task_lists_an_item_s_documents_together(task_manager, nam
         assert conditions[0] == "image" and docs["condition"] == conditions * len(items)
 
 
-@pytest.fixture
-def limited(limited_control):
-    return limited_control
-
-
 def records(result: dict, task: str) -> list[dict]:
     log = next(result["out"].rglob(f"*_samples_{task}.jsonl"))
     return [json.loads(line)["acc_image"] for line in log.read_text().splitlines()]
@@ -76,37 +71,37 @@ def pathbind_warnings(result: dict) -> list[str]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("task", ["pathbind_demo_vqa", "pathbind_demo_yesno"])
-def test_limit_4_keeps_two_whole_items_with_and_without_the_image(limited, task):
+def test_limit_4_keeps_two_whole_items_with_and_without_the_image(limited_control, task):
     """4 documents are 2 items under both conditions: acc_text and MG are numbers, not NaN."""
-    logged = records(limited, task)
+    logged = records(limited_control, task)
     assert [(r["id"], r["condition"]) for r in logged] == [(r["id"], c) for r in logged[::2] for c in ("image", "text")]
     assert len({r["id"] for r in logged}) == 2 and {r["task"] for r in logged} == {task}
     for name in ("acc_image", "acc_text", "mg"):
-        assert math.isfinite(metric(limited, task, name)), name
-    assert metric(limited, task, "mg") == 100.0  # the control reads every tile; without it, it refuses
+        assert math.isfinite(metric(limited_control, task, name)), name
+    assert metric(limited_control, task, "mg") == 100.0  # the control reads every tile; without it, it refuses
 
 
 @pytest.mark.slow
-def test_limit_4_on_the_ablation_task_names_each_condition_it_cut(limited):
+def test_limit_4_on_the_ablation_task_names_each_condition_it_cut(limited_control):
     """4 of the first item's 8 documents: image, blank and the swaps are scored; each blur condition is NaN
     with one warning line naming the task and the condition, and nothing else is warned about."""
     task = "pathbind_demo_vqa_ablation"
-    logged = records(limited, task)
+    logged = records(limited_control, task)
     assert [r["condition"] for r in logged] == list(ABLATIONS[:4]) and len({r["id"] for r in logged}) == 1
     for condition in ("blank", "swap_same", "swap_cross"):
-        assert math.isfinite(metric(limited, task, f"drop_{condition}")), condition
+        assert math.isfinite(metric(limited_control, task, f"drop_{condition}")), condition
     cut = [c for c in ABLATION_CONDITIONS if c.startswith("blur_")]
-    assert all(math.isnan(metric(limited, task, f"acc_{c}")) for c in cut)
+    assert all(math.isnan(metric(limited_control, task, f"acc_{c}")) for c in cut)
     expected = [f"task {task}, condition {c}: no answer under {c} for any of the 1 items answered with the image, "
                 f"so acc_{c} and drop_{c} are NaN" for c in cut]
-    assert [w.split(" (")[0] for w in pathbind_warnings(limited)] == expected
+    assert [w.split(" (")[0] for w in pathbind_warnings(limited_control)] == expected
 
 
 @pytest.mark.slow
-def test_a_limited_run_swaps_in_the_images_drawn_over_the_whole_dataset(limited):
+def test_a_limited_run_swaps_in_the_images_drawn_over_the_whole_dataset(limited_control):
     """The first item's swap partners are those drawn over the full 60-item set (a 1-item set has none)."""
     raw = datasets.Dataset.from_parquet(str(Path(pathbind_tasks.demo.__file__).parent / "data" / "vqa.parquet"))
-    logged = {r["condition"]: r["image_from"] for r in records(limited, "pathbind_demo_vqa_ablation")}
+    logged = {r["condition"]: r["image_from"] for r in records(limited_control, "pathbind_demo_vqa_ablation")}
     for condition in ("swap_same", "swap_cross"):
         partner = swap_partners(subset_keys(raw), same=condition == "swap_same")[0]
         assert logged[condition] == raw["id"][partner] != raw["id"][0], condition

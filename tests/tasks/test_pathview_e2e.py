@@ -21,46 +21,35 @@ def headline(task: str) -> str:
     return HEADLINE.get(task.rsplit("_", 1)[1], "accuracy")
 
 
-@pytest.fixture
-def control(demo_control):
-    """pathbind_control on pathbind_demo, which holds pathview_demo."""
-    return demo_control
-
-
-@pytest.fixture
-def blind(demo_blind):
-    return demo_blind
-
-
-def test_positive_control_grounds_counts_and_refuses_traps(control):
+def test_positive_control_grounds_counts_and_refuses_traps(demo_control):
     """pathbind_control: Dice >= 50 on both grounding tasks, MAE <= 2, SRR >= 90 on both traps."""
-    assert metric(control, "pathview_demo_region_ogd", "dice") >= 50
-    assert metric(control, "pathview_demo_slide_lgd", "dice") >= 50
-    assert metric(control, "pathview_demo_region_ocn", "mae") <= 2
-    assert metric(control, "pathview_demo_region_trap", "srr") >= 90
-    assert metric(control, "pathview_demo_slide_trap", "srr") >= 90
-    assert metric(control, "pathview_demo", "false_refusal_rate") == 0
+    assert metric(demo_control, "pathview_demo_region_ogd", "dice") >= 50
+    assert metric(demo_control, "pathview_demo_slide_lgd", "dice") >= 50
+    assert metric(demo_control, "pathview_demo_region_ocn", "mae") <= 2
+    assert metric(demo_control, "pathview_demo_region_trap", "srr") >= 90
+    assert metric(demo_control, "pathview_demo_slide_trap", "srr") >= 90
+    assert metric(demo_control, "pathview_demo", "false_refusal_rate") == 0
 
 
-def test_blind_control_answers_traps_without_looking(blind):
+def test_blind_control_answers_traps_without_looking(demo_blind):
     """pathbind_blind never refuses: SRR <= 10 on both traps."""
-    assert metric(blind, "pathview_demo_region_trap", "srr") <= 10
-    assert metric(blind, "pathview_demo_slide_trap", "srr") <= 10
+    assert metric(demo_blind, "pathview_demo_region_trap", "srr") <= 10
+    assert metric(demo_blind, "pathview_demo_slide_trap", "srr") <= 10
 
 
-def test_every_task_reports_its_metrics_and_the_group_its_means(control):
+def test_every_task_reports_its_metrics_and_the_group_its_means(demo_control):
     """Each task has its headline, invalid_rate and (when answerable) false_refusal_rate; the group averages."""
     for task in DEMO_TASKS:
         names = [headline(task), "invalid_rate"] + ([] if task.endswith("trap") else ["false_refusal_rate"])
         for name in names:
-            assert math.isfinite(metric(control, task, name)), (task, name)
-    assert metric(control, "pathview_demo", "srr") == pytest.approx(
-        (metric(control, "pathview_demo_region_trap", "srr") + metric(control, "pathview_demo_slide_trap", "srr")) / 2)
+            assert math.isfinite(metric(demo_control, task, name)), (task, name)
+    traps = [metric(demo_control, f"pathview_demo_{trap}", "srr") for trap in ("region_trap", "slide_trap")]
+    assert metric(demo_control, "pathview_demo", "srr") == pytest.approx(sum(traps) / 2)
 
 
-def test_sample_logs_keep_each_answer_outcome_and_reason(blind):
+def test_sample_logs_keep_each_answer_outcome_and_reason(demo_blind):
     """The sample log holds every record: reference, parsed answer, outcome, reason."""
-    log = next(blind["out"].rglob("*pathview_demo_region_ocn.jsonl"))
+    log = next(demo_blind["out"].rglob("*pathview_demo_region_ocn.jsonl"))
     records = [json.loads(line)["mae"] for line in log.read_text().splitlines()]
     assert len(records) == 8 and {"id", "reference", "parsed", "outcome", "reason"} <= set(records[0])
 
@@ -72,18 +61,18 @@ def _samples(result: dict, task: str) -> dict[str, dict]:
     return {line["invalid_rate"]["id"]: {**line["invalid_rate"], "input": line["input"]} for line in lines}
 
 
-def test_box_frame_is_the_tasks_and_every_record_states_it(control, tmp_path):
+def test_box_frame_is_the_tasks_and_every_record_states_it(demo_control, tmp_path):
     """The per_mille variants ask in 0-1000 and read in 0-1000: each record names its frame and holds the same
     pixel boxes as the pixel task's record of that item; results.json names each task's frame."""
     boxed = ("region_ogd", "slide_lgd", "region_ocl")
     per_mille = lmms_eval(tmp_path, "pathbind_control", ",".join(f"pathview_demo_{t}_per_mille" for t in boxed))
     for task in boxed:
         pixel_task, frame_task = f"pathview_demo_{task}", f"pathview_demo_{task}_per_mille"
-        assert metric(per_mille, frame_task, headline(task)) == pytest.approx(metric(control, pixel_task,
+        assert metric(per_mille, frame_task, headline(task)) == pytest.approx(metric(demo_control, pixel_task,
                                                                                      headline(task)), abs=1.0)
         assert "box_frame=per_mille" in per_mille["results"]["configs"][frame_task]["process_docs"]
-        assert "box_frame=pixel" in control["results"]["configs"][pixel_task]["process_docs"]
-        pixel, thousandths = _samples(control, pixel_task), _samples(per_mille, frame_task)
+        assert "box_frame=pixel" in demo_control["results"]["configs"][pixel_task]["process_docs"]
+        pixel, thousandths = _samples(demo_control, pixel_task), _samples(per_mille, frame_task)
         assert pixel.keys() == thousandths.keys() and len(pixel) == 8
         for item, record in thousandths.items():
             assert (record["box_frame"], pixel[item]["box_frame"]) == ("per_mille", "pixel")
