@@ -7,6 +7,10 @@ it into each record, so it reaches the ``accounting`` aggregation through lmms-e
 N processes. The aggregation reports ``{"rows", "evaluated", "dropped": {reason: count}}``: items kept but not
 evaluated (``--limit``, or no condition answered) are dropped with that reason, and a task that dropped rows
 says so in one warning line.
+
+A fault of the data (a field of the wrong type, a reference that is not an answer of its format, an image that
+is missing or unreadable) is dropped here, from every condition of its item, by :func:`without_faults`: it is
+never charged to the model as an invalid answer.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pathbind_tasks.common.harness import task_name
 
 COLUMN = "accounting"
 NOT_EVALUATED = "beyond --limit, or every condition skipped for this model"
+FAULT_COLUMNS = ("doc_error", "image_error")  # why a row's data cannot be evaluated ("" when it can)
 UNACCOUNTED = "unaccounted for by the task's conversion (a PathBind bug; please report it)"
 
 
@@ -80,6 +85,38 @@ def drop(reason: str, count: int = 1) -> None:
     ledger = _open.get()
     if ledger is not None and count:
         ledger.dropped[reason] += count
+
+
+def fault_reason(problem: str) -> str:
+    """The reason a fault is counted under: its message without the detail in parentheses (the value, the file,
+    the exception's text), so one kind of fault is one count however many rows have it."""
+    return problem.split(" (", 1)[0]
+
+
+def without_faults(docs: datasets.Dataset, label: str) -> datasets.Dataset:
+    """``docs`` without the rows whose data is at fault (a non-empty ``doc_error`` or ``image_error``), each dropped
+    in the open ledger by :func:`fault_reason`, the first logged with its detail; the fault columns removed.
+
+    Raises when no row is left: the data cannot be evaluated at all, an error before any model call.
+    """
+    columns = [name for name in FAULT_COLUMNS if name in docs.column_names]
+    if not columns:
+        return docs
+    problems = [next((p for p in values if p), "") for values in zip(*(docs[c] for c in columns), strict=True)]
+    faults = Counter(fault_reason(p) for p in problems if p)
+    if faults:
+        first = next(i for i, p in enumerate(problems) if p)
+        example = f"first: {docs['id'][first]!r}: {problems[first]}"  # the column, not the row: no image decoded
+        summary = ", ".join(f"{reason}: {n}" for reason, n in faults.most_common())
+        if sum(faults.values()) == len(docs):
+            raise ValueError(f"{label}: every one of the {len(docs)} items has a fault of the data ({summary}; "
+                             f"{example}); nothing to evaluate")
+        logger.warning(f"{label}: {sum(faults.values())} of {len(docs)} items dropped for faults of the data "
+                       f"({summary}; {example}); see 'accounting'")
+        for reason, n in faults.items():
+            drop(reason, n)
+        docs = docs.select([i for i, p in enumerate(problems) if not p])
+    return docs.remove_columns(columns)
 
 
 def read_rows(count: int) -> None:

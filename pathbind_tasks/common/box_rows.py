@@ -1,7 +1,7 @@
 """Row checks of the box tasks (grounding, faithfulness, PathView): fields, split names, the image's real size.
 
 A systematic problem (no rows, a column PathBind would add) is raised or handled once, naming the task's file;
-a bad row keeps its problem, naming the field, in ``doc_error`` and is scored lost/invalid with it.
+a bad row is a fault of the data: dropped with its problem, naming the field, and counted in ``accounting``.
 """
 
 from __future__ import annotations
@@ -16,21 +16,14 @@ import datasets
 from loguru import logger
 from PIL import ExifTags, Image
 
-from pathbind_tasks.common.accounting import drop
+from pathbind_tasks.common.accounting import drop, without_faults
 from pathbind_tasks.common.conditions import with_readable_images
 from pathbind_tasks.common.harness import data_source
-from pathbind_tasks.common.raw import unique_ids
+from pathbind_tasks.common.raw import BadField, text_field, unique_ids
 
 SPLITS = ("testA", "testB")
 MAX_SIDE = 2**31 - 1  # the int32 of the documents' width/height
 TRANSPOSED = (5, 6, 7, 8)  # EXIF orientations that datasets' decoding (exif_transpose) turns by 90 degrees
-
-
-class BadField(ValueError):
-    """One field of one row is unusable."""
-
-    def __init__(self, field: str, problem: str) -> None:
-        super().__init__(f"field {field!r}: {problem}")
 
 
 def require_rows(dataset: datasets.Dataset, label: str, what: str = "rows") -> None:
@@ -81,9 +74,9 @@ def pixels(value: Any, field: str) -> int:
     """A side length in pixels: a positive whole number that fits the documents' int32."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 1 \
             or value != int(value):
-        raise BadField(field, f"{value!r} is not a positive whole number of pixels")
+        raise BadField(field, "is not a positive whole number of pixels", value)
     if value > MAX_SIDE:
-        raise BadField(field, f"{value!r} pixels is more than the {MAX_SIDE} a side can have")
+        raise BadField(field, f"is more pixels than the {MAX_SIDE} a side can have", value)
     return int(value)
 
 
@@ -94,7 +87,7 @@ def bbox(value: Any) -> list[float]:
     except (TypeError, ValueError):
         box = []
     if len(box) != 4 or not all(map(math.isfinite, box)):
-        raise BadField("bbox", f"{value!r} is not [x_min, y_min, x_max, y_max]")
+        raise BadField("bbox", "is not [x_min, y_min, x_max, y_max]", value)
     return box
 
 
@@ -103,7 +96,8 @@ def size_problem(stated: tuple[int, int], actual: tuple[int, int] | None) -> str
     frame of the boxes is ambiguous, and rescaling them would be a guess."""
     if actual is None or tuple(stated) == tuple(actual):
         return ""
-    return f"width x height {stated[0]}x{stated[1]} disagrees with the image's {actual[0]}x{actual[1]}"
+    return (f"width x height disagrees with the image's size (stated {stated[0]}x{stated[1]}, image "
+            f"{actual[0]}x{actual[1]})")
 
 
 def header_size(value: dict | str | None) -> tuple[int, int] | None:
@@ -134,8 +128,8 @@ def image_sizes(docs: datasets.Dataset, column: str = "image") -> list[tuple[int
 def box_problem(row: dict[str, Any], size: tuple[int, int] | None) -> str:
     """The first unusable field of a grounding row (expression, bbox, width, height, size), '' when usable."""
     try:
-        if not isinstance(row.get("expression"), str) or not row["expression"].strip():
-            raise BadField("expression", f"{row.get('expression')!r} is not a non-empty text")
+        if not text_field(row.get("expression"), "expression").strip():
+            raise BadField("expression", "is empty", row["expression"])
         bbox(row.get("bbox"))
         stated = pixels(row.get("width"), "width"), pixels(row.get("height"), "height")
     except BadField as exc:
@@ -144,23 +138,20 @@ def box_problem(row: dict[str, Any], size: tuple[int, int] | None) -> str:
 
 
 def checked(dataset: datasets.Dataset, label: str) -> datasets.Dataset:
-    """``dataset`` with unique text ids, every image checked (``image_error``) and every row (``doc_error``)."""
+    """``dataset`` with unique text ids, every image and every row checked, the rows whose data is at fault
+    dropped in the open ledger (:func:`without_faults`)."""
     try:
         docs = with_readable_images(dataset)
     except ValueError as exc:  # the whole image column is unusable
         raise ValueError(f"{label}: {exc} ({data_source(dataset)})") from None
     ids = unique_ids([str(value) for value in docs["id"]], dataset=label)
-    return with_box_checks(docs.remove_columns("id").add_column("id", ids), label)
+    return without_faults(with_box_checks(docs.remove_columns("id").add_column("id", ids)), label)
 
 
-def with_box_checks(docs: datasets.Dataset, label: str) -> datasets.Dataset:
-    """``docs`` with ``doc_error``: each row's problem (:func:`box_problem`; '' when fine), logged once."""
+def with_box_checks(docs: datasets.Dataset) -> datasets.Dataset:
+    """``docs`` with ``doc_error``: each row's problem (:func:`box_problem`; '' when fine)."""
     sizes = image_sizes(docs)
     fields = docs.select_columns(["id", "expression", "bbox", "width", "height", "image_error"]).to_list()
-    # An unreadable image was replaced by a placeholder: its size says nothing, its error is the reason.
+    # An unreadable image's size says nothing: its error is the reason the row is dropped.
     problems = [box_problem(row, None if row["image_error"] else size) for row, size in zip(fields, sizes, strict=True)]
-    bad = [(row["id"], problem) for row, problem in zip(fields, problems, strict=True) if problem]
-    if bad:
-        logger.warning(f"{label}: {len(bad)} of {len(docs)} rows of {data_source(docs)} cannot be scored and count as "
-                       f"lost (first: row {bad[0][0]!r}: {bad[0][1]})")
     return docs.add_column("doc_error", problems)

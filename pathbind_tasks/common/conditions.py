@@ -7,7 +7,6 @@ different subset, drawn with a fixed seed), ``blur_<sigma>`` (Gaussian blur, sig
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable, Sequence
 
 import datasets
@@ -16,7 +15,7 @@ from PIL import Image, ImageFilter
 from pyarrow.lib import ArrowException
 
 from pathbind_metrics.aggregations import ABLATION_CONDITIONS
-from pathbind_tasks.common.accounting import counting
+from pathbind_tasks.common.accounting import counting, without_faults
 from pathbind_tasks.common.images import image_problem, max_pixels
 
 WITH_AND_WITHOUT_IMAGE = ("image", "text")
@@ -35,7 +34,8 @@ def with_conditions(conditions: Sequence[str], convert: Converter | None = None)
 
     Documents run item by item (every condition of the first item, in the given order, then of the second...),
     because lmms-eval's ``--limit N`` keeps the first N documents: a limit then cuts whole items, never a whole
-    condition. Swap partners are drawn over the full dataset first, so a limit does not change them.
+    condition. Swap partners are drawn over the full dataset first, so a limit does not change them. An item
+    whose data is at fault (its image, or a ``doc_error`` the conversion found) is dropped from every condition.
     """
     unknown = [c for c in conditions if c not in (*ABLATIONS, "text")]
     if unknown:
@@ -43,7 +43,8 @@ def with_conditions(conditions: Sequence[str], convert: Converter | None = None)
 
     def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
         with counting(dataset) as ledger:
-            docs = ledger.close(with_readable_images(convert(dataset) if convert else dataset))
+            docs = convert(dataset) if convert else dataset
+            docs = ledger.close(without_faults(with_readable_images(docs), "task " + str(ledger.task or "?")))
         parts = [_condition(docs, condition) for condition in conditions]
         return item_by_item(datasets.concatenate_datasets(parts), len(docs))
 
@@ -61,11 +62,11 @@ def item_by_item(blocks: datasets.Dataset, n_items: int) -> datasets.Dataset:
 
 
 def with_readable_images(docs: datasets.Dataset) -> datasets.Dataset:
-    """Check every image once; an unreadable one is replaced by a blank placeholder and its error kept in
-    ``image_error``, so the item is scored invalid with that reason instead of failing the run.
+    """Check every image once, keeping each problem in ``image_error`` ("" when the image is fine) for
+    ``without_faults`` to drop its item; ``image`` comes back as ``datasets.Image()``.
 
     ``image`` may be an image feature, ``{bytes, path}`` structs (parquet written without datasets' metadata),
-    bytes or file paths; it comes back as ``datasets.Image()``, so ``doc["image"]`` is always a PIL image.
+    bytes or file paths, so ``doc["image"]`` is always a PIL image.
     """
     limit = max_pixels()
     if Image.MAX_IMAGE_PIXELS is not None and limit > Image.MAX_IMAGE_PIXELS:
@@ -73,9 +74,6 @@ def with_readable_images(docs: datasets.Dataset) -> datasets.Dataset:
     raw = _undecoded(docs)
     batches = raw.select_columns("image").iter(batch_size=256)  # batches bound the bytes held at once
     errors = [image_problem(value, limit) for batch in batches for value in batch["image"]]
-    if any(errors):
-        images = [_PLACEHOLDER if error else value for error, value in zip(errors, raw["image"], strict=True)]
-        raw = raw.remove_columns("image").add_column("image", images, feature=datasets.Image(decode=False))
     return raw.cast_column("image", datasets.Image()).add_column("image_error", errors)
 
 
@@ -87,15 +85,6 @@ def _undecoded(docs: datasets.Dataset) -> datasets.Dataset:
                          f"bytes nor file paths ({exc})") from exc
 
 
-def _png(image: Image.Image) -> bytes:
-    buffer = io.BytesIO()
-    image.save(buffer, format="PNG")
-    return buffer.getvalue()
-
-
-_PLACEHOLDER = {"bytes": _png(Image.new("RGB", (32, 32), (255, 255, 255))), "path": None}
-
-
 def _condition(docs: datasets.Dataset, condition: str) -> datasets.Dataset:
     tagged = docs.add_column("condition", [condition] * len(docs))
     if not condition.startswith("swap_"):
@@ -103,12 +92,8 @@ def _condition(docs: datasets.Dataset, condition: str) -> datasets.Dataset:
     partners = swap_partners(subset_keys(docs), same=condition == "swap_same")
     # Undecoded, so the swap copies encoded bytes instead of decoding every image.
     images = docs.cast_column("image", datasets.Image(decode=False)).select(partners)["image"]
-    swapped = tagged.remove_columns(["image", "image_error"])
-    swapped = swapped.add_column("image", images, feature=docs.features["image"])
-    ids, errors = docs["id"], docs["image_error"]
-    # The image shown is the partner's, so its error (if any) is what makes this answer invalid.
-    swapped = swapped.add_column("image_error", [f"swap partner {ids[p]}: {errors[p]}" if errors[p] else ""
-                                                 for p in partners])
+    swapped = tagged.remove_columns("image").add_column("image", images, feature=docs.features["image"])
+    ids = docs["id"]
     return swapped.add_column("image_from", [ids[p] for p in partners])
 
 

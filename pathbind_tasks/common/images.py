@@ -3,7 +3,8 @@
 Every task family shows its images through :func:`rgb_image`. The check (:func:`image_problem`, run by
 ``conditions.with_readable_images``) reads the pixel count from the header before decoding, then decodes the
 whole file exactly as ``datasets`` will, with truncation detection on whatever lmms-eval set globally, and
-converts it: an image that fails is scored invalid with the reason, never shown half-read, downscaled or white.
+converts it: an image that fails drops its item (a fault of the data, counted in ``accounting``), never
+shown half-read, downscaled or white.
 
 High bit depths map to 8 bits by their declared range, not by the image's own minimum and maximum: a 16-bit
 value ``v`` becomes ``round(v / 257)``, so a dim image stays dim and two images of one scanner stay comparable
@@ -75,7 +76,9 @@ def image_problem(value: dict[str, Any] | None, limit: int) -> str:
         with _strict_decoding():
             rgb_image(datasets.Image().decode_example(value))
         return ""
-    except Exception as exc:  # any decoding failure makes the item invalid, never the run
+    except FileNotFoundError as exc:
+        return f"image file not found ({exc.filename or source})"
+    except Exception as exc:  # any decoding failure drops the item (a fault of the data), never fails the run
         truncated = "truncated" in str(exc) and isinstance(exc, OSError)
         detail = _IN_MEMORY.sub("(embedded bytes)", str(exc))  # no memory address: reasons are reproducible
         return f"unreadable image ({'truncated file; ' if truncated else ''}{type(exc).__name__}: {detail})"

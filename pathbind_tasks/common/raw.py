@@ -1,16 +1,19 @@
 """Raw published rows to the VQA task schema: column checks, answers as option letters, image files.
 
 Every converter returns ``id, image, question, [options,] answer, dimension, source``. A systematically
-broken input (a missing column, no image folder at all) raises before any model call. One bad item is
-kept: an answer that names no option keeps its raw text as ``answer`` (the scorer reports it as invalid),
-and an image file that is absent or unreadable is left to ``with_conditions``, which checks every image
-and scores such an item invalid with the file's error.
+broken input (a missing column, no image folder at all) raises before any model call. One bad item is a fault
+of the data, dropped from every condition and counted in the task's ``accounting`` (never the model's invalid
+answer): a field of the wrong type (:func:`text_field`), an answer that names no option (kept as its raw text here,
+dropped by ``vqa_docs``), an image file that is absent or unreadable (dropped by ``with_conditions``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+import shutil
+import zipfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -28,9 +31,58 @@ YES_NO_FEATURES = datasets.Features({"id": TEXT, "image": datasets.Image(), "que
 MCQ_FEATURES = datasets.Features({"id": TEXT, "image": datasets.Image(), "question": TEXT,
                                   "options": datasets.List(TEXT), "answer": TEXT, "dimension": TEXT, "source": TEXT})
 
+
+
+def with_doc_error(features: datasets.Features) -> datasets.Features:
+    """A schema plus ``doc_error``: why a converted row's data cannot be evaluated ("" when it can)."""
+    return datasets.Features({**features, "doc_error": TEXT})
+
+
 # "A) text", "(A) text", "A. text", "A: text": a capital and a delimiter; "A cell" is text, not a letter.
 _PREFIX = re.compile(r"^\s*\(?([A-Z])[).:]\s*")
 _LETTER = re.compile(r"^\s*\(?([A-Za-z])\)?\s*$")  # a letter alone names its option in either case
+
+
+class BadField(ValueError):
+    """One field of one row is unusable: a fault of the data. The message is ``field 'f' <problem> (<detail>)``;
+    the part before the detail is the reason the row is dropped with (see ``accounting.fault_reason``)."""
+
+    def __init__(self, field: str, problem: str, value: Any = None, *, detail: str | None = None) -> None:
+        shown = detail if detail is not None else f"got {value!r:.80}"
+        super().__init__(f"field {field!r} {problem} ({shown})")
+
+
+def text_field(value: Any, field: str) -> str:
+    """A text field's value, never a stringified other type: ``str(['x'])`` would put Python list text in a prompt.
+
+    A string is returned as is; a missing value (None, or pandas' NaN), a list, a dict, bytes, a number or a bool
+    raises :class:`BadField` naming the field and the type.
+    """
+    if isinstance(value, str):
+        return value
+    if value is None or (isinstance(value, float) and value != value):
+        raise BadField(field, "is missing", detail="null")
+    raise BadField(field, f"is a {type(value).__name__}, not text", value)
+
+
+def text_problem(row: dict[str, Any], fields: Sequence[str]) -> str:
+    """Why one of ``fields`` of ``row`` is not text (the first :class:`BadField` message), "" when all are."""
+    for field in fields:
+        try:
+            text_field(row.get(field), field)
+        except BadField as exc:
+            return str(exc)
+    return ""
+
+
+def text_or_empty(value: Any) -> str:
+    """``value`` when it is text, else "" (its row carries the :func:`text_problem` and is dropped)."""
+    return value if isinstance(value, str) else ""
+
+
+def optional_text(value: Any, field: str) -> str | None:
+    """:func:`text_field` for a field that may be missing (None or NaN)."""
+    return None if value is None or (isinstance(value, float) and value != value) else text_field(value, field)
 
 
 def require(present: Iterable[str], required: Iterable[str], *, dataset: str, folder: str,
@@ -55,8 +107,9 @@ def strip_letter_prefixes(options: Sequence[str]) -> list[str]:
 
 def letter_answer(answer: Any, n_options: int) -> str | None:
     """The option letter a raw answer names: "B", "b", "(B)", "B) text", "B. text"; None beyond the options."""
-    text = "" if answer is None else str(answer)
-    match = _LETTER.match(text) or _PREFIX.match(text)
+    if not isinstance(answer, str):  # never the letter of a stringified list or number
+        return None
+    match = _LETTER.match(answer) or _PREFIX.match(answer)
     if match is None or ord(match.group(1).upper()) - ord("A") >= n_options:
         return None
     return match.group(1).upper()
@@ -64,7 +117,9 @@ def letter_answer(answer: Any, n_options: int) -> str | None:
 
 def text_answer(answer: Any, options: Sequence[str]) -> str | None:
     """The letter of the one option whose text the raw answer is (exactly, else ignoring case and spaces)."""
-    text = "" if answer is None else " ".join(str(answer).split())
+    if not isinstance(answer, str):
+        return None
+    text = " ".join(answer.split())
     for key in (lambda s: " ".join(s.split()), lambda s: " ".join(s.split()).casefold()):
         hits = [i for i, option in enumerate(options) if key(option) == key(text)]
         if len(hits) == 1:
@@ -74,7 +129,9 @@ def text_answer(answer: Any, options: Sequence[str]) -> str | None:
 
 def yes_no(answer: Any) -> str | None:
     """"yes" or "no" for a raw yes/no answer ("Yes", "no."), else None."""
-    text = "" if answer is None else str(answer).strip().rstrip(".!").strip().casefold()
+    if not isinstance(answer, str):
+        return None
+    text = answer.strip().rstrip(".!").strip().casefold()
     return text if text in ("yes", "no") else None
 
 
@@ -96,14 +153,6 @@ def unique_ids(ids: Sequence[str], *, dataset: str) -> list[str]:
     if len(seen) < len(ids):
         logger.warning(f"{dataset}: {len(ids) - len(seen)} repeated ids renamed '<id>#<n>' (the first keeps its id)")
     return out
-
-
-def report_unmapped(answers: Sequence[str | None], *, dataset: str) -> None:
-    """Log how many items keep a raw answer that names no option (each is scored invalid)."""
-    unmapped = sum(answer is None for answer in answers)
-    if unmapped:
-        logger.warning(f"{dataset}: {unmapped} of {len(answers)} items have an answer that names no option; "
-                       f"they are kept with their raw answer and scored invalid")
 
 
 def data_folder(name: str) -> Path | None:
@@ -138,6 +187,33 @@ def image_root(name: str, *, dataset: str, cache_dir: str | None = None) -> Path
     unpacked = f" nor {hub_cache(cache_dir)} (where lmms-eval unpacks the hub download)" if cache_dir else ""
     raise ValueError(f"{dataset}: no folder with the image files: neither {DATA_ENV}/{name}/{unpacked} exists; "
                      f"see pathbind_tasks/{name}/README.md")
+
+
+def unpacked(archive: Path) -> Path:
+    """The folder a release's image zip is unpacked into, once per archive version: datasets' cache,
+    ``pathbind_unpacked/<stem>-<key>``, keyed by the archive's path, size and modification time.
+
+    Members that would land outside the folder (absolute paths, ``..``) stop the task: the archive is not the
+    release. Processes unpacking at once each write a folder of their own and keep the first one renamed in place.
+    """
+    stat = archive.stat()
+    key = hashlib.sha256(f"{archive.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:16]
+    target = Path(datasets.config.HF_DATASETS_CACHE) / "pathbind_unpacked" / f"{archive.stem}-{key}"
+    if target.is_dir():
+        return target
+    staging = target.with_name(f"{target.name}.{os.getpid()}.partial")
+    with zipfile.ZipFile(archive) as bundle:
+        unsafe = [m for m in bundle.namelist() if m.startswith(("/", "\\")) or ".." in Path(m).parts]
+        if unsafe:
+            raise ValueError(f"{archive}: member {unsafe[0]!r} would be written outside the folder it is unpacked "
+                             f"into; not a release archive")
+        logger.info(f"unpacking {archive} into {target} (once)")
+        bundle.extractall(staging)
+    try:
+        staging.rename(target)
+    except OSError:  # another process finished first: keep its folder
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
 
 
 def image_path(name: str, root: Path, subfolders: Sequence[str] = ("",)) -> str:

@@ -22,12 +22,13 @@ from pathbind_tasks.common.failures import no_answer_reason, scoring_failure
 from pathbind_tasks.common.harness import task_name
 from pathbind_tasks.common.images import rgb_image
 from pathbind_tasks.common.messages import UserTurn
-from pathbind_tasks.common.raw import letter_answer
+from pathbind_tasks.common.raw import BadField, letter_answer, text_field
 
 MAX_OPTIONS = 26  # one letter A-Z each
 IMAGE_ONLY_METRICS = ("acc_image", "invalid_rate", "by_dimension", "ci95", "accounting")  # no text pass: no gain
 METRICS = {"full": BASE_METRICS, "image_only": IMAGE_ONLY_METRICS, "ablation": ABLATION_METRICS}
 ADDED = ("answer_format", "condition_set")  # columns process_docs computes
+CHECKED = ("question", "options", "answer", "answer_format")  # an item's fields whose data can be at fault
 
 
 def answer_format(options: Iterable[Any]) -> str:
@@ -46,10 +47,35 @@ def vqa_docs(condition_set: str, convert: Converter | None = None) -> Converter:
         docs = convert(dataset) if convert else dataset
         docs = docs.remove_columns([name for name in ADDED if name in docs.column_names])
         fmt = answer_format(docs["options"] if "options" in docs.column_names else [])
-        return (docs.add_column("answer_format", [fmt] * len(docs))
+        docs = (docs.add_column("answer_format", [fmt] * len(docs))
                 .add_column("condition_set", [condition_set] * len(docs)))
+        return with_item_checks(docs)
 
     return with_conditions(CONDITION_SETS[condition_set], tagged)
+
+
+def with_item_checks(docs: datasets.Dataset) -> datasets.Dataset:
+    """``docs`` with ``doc_error``: why an item's data cannot be scored (a converter's finding, an empty question,
+    options that cannot be lettered, a reference that is not an answer of its format), for ``without_faults``."""
+    fields = [name for name in (*CHECKED, "doc_error") if name in docs.column_names]
+    problems = [row.get("doc_error") or item_problem(row) for row in docs.select_columns(fields).to_list()]
+    if "doc_error" in docs.column_names:
+        docs = docs.remove_columns("doc_error")
+    return docs.add_column("doc_error", problems)
+
+
+def item_problem(doc: dict[str, Any]) -> str:
+    """Why the data of one item cannot be scored, whatever the model answers ("" when it can)."""
+    try:
+        if not text_field(doc.get("question"), "question").strip():
+            return "field 'question' is empty"
+    except BadField as exc:
+        return str(exc)
+    try:
+        JUDGES[format_of(doc)](doc, "")
+    except (KeyError, ValueError) as exc:
+        return scoring_failure(exc)
+    return ""
 
 
 def condition_sets(convert: Converter | None = None) -> tuple[Converter, Converter, Converter]:
@@ -97,14 +123,14 @@ def one_line_options(options: list[Any]) -> list[str]:
 def options_problem(options: Any) -> str:
     """Why ``options`` cannot be asked as lettered choices, or "" when they can."""
     if not isinstance(options, list | tuple):
-        return f"field 'options': {options!r:.80} is a {type(options).__name__}, not a list of option texts"
+        return str(BadField("options", f"is a {type(options).__name__}, not a list of option texts", options))
     if not options:
-        return "field 'options': empty"
+        return "field 'options' is empty"
     if len(options) > MAX_OPTIONS:
-        return f"field 'options': {len(options)} options, more than the {MAX_OPTIONS} letters A-Z"
+        return f"field 'options' has more options than the {MAX_OPTIONS} letters A-Z ({len(options)} options)"
     empty = [letter for letter, text in zip(choice_letters(len(options)), one_line_options(list(options)),
                                             strict=True) if not text]
-    return f"field 'options': option {', '.join(empty)} empty" if empty else ""
+    return f"field 'options' has an empty option (option {', '.join(empty)})" if empty else ""
 
 
 # What lmms-eval's chat backends receive: the same images and prompt as the simple ones, as one user turn.
@@ -119,14 +145,14 @@ def _judge_choice(doc: dict[str, Any], text: str) -> tuple[str | None, str]:
     reference = letter_answer(doc["answer"], len(options))  # the converters' rule: "c", "(C)", "C) text"
     if reference is None:
         letters = ", ".join(choice_letters(len(options)))
-        raise ValueError(f"field 'answer' is {doc['answer']!r}, not one of the option letters {letters}")
+        raise BadField("answer", "is not one of the option letters", detail=f"{doc['answer']!r:.80}; letters {letters}")
     return parse_choice(text, options), reference
 
 
 def _judge_yes_no(doc: dict[str, Any], text: str) -> tuple[str | None, str]:
     reference = str(doc["answer"]).strip().lower()
     if reference not in ("yes", "no"):
-        raise ValueError(f"field 'answer' is {doc['answer']!r}, not yes or no")
+        raise BadField("answer", "is not yes or no", doc["answer"])
     return parse_yes_no(text), reference
 
 

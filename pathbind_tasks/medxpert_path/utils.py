@@ -20,14 +20,17 @@ from PIL import Image
 from pathbind_tasks.common.accounting import drop
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
+    BadField,
     id_list,
     image_path,
     image_root,
     letter_answer,
-    report_unmapped,
     require,
     rows_to_docs,
+    text_or_empty,
+    text_problem,
     unique_ids,
+    with_doc_error,
 )
 from pathbind_tasks.common.vqa import condition_sets
 
@@ -35,6 +38,7 @@ DATASET = "MedXpertQA-MM"
 DATA_NAME = "medxpert_path"  # $PATHBIND_DATA/medxpert_path/ holds test.jsonl and images/
 HUB_CACHE = "medxpertqa"  # the YAMLs' dataset_kwargs.cache_dir: where lmms-eval unzips images.zip
 COLUMNS = ("id", "question", "options", "label", "images")
+FEATURES = with_doc_error(MCQ_FEATURES)
 ID_LIST = "pathology_ids.txt"  # optional, beside the data: one MedXpertQA id per line replaces the rule below
 # The question names a microscopic / histological image; matched on the stem (answer choices removed).
 PATHOLOGY = re.compile(
@@ -61,26 +65,39 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     if wanted is not None:
         selected = [row for row in dataset if str(row["id"]) in wanted]
     else:
-        selected = [row for row in dataset if is_pathology(str(row["question"] or ""))]
+        selected = [row for row in dataset if is_pathology(text_or_empty(row["question"]))]
     drop(f"not listed in {ID_LIST}" if wanted is not None else "not a pathology question",
          len(dataset) - len(selected))
     root = image_root(DATA_NAME, dataset=DATASET, cache_dir=HUB_CACHE)
     ids = unique_ids([str(row["id"]) for row in selected], dataset=DATASET)
     rows = [_row(doc_id, row, root) for doc_id, row in zip(ids, selected, strict=True)]
-    report_unmapped([row.pop("letter") for row in rows], dataset=DATASET)
-    errors = ["" if isinstance(row["options"], dict) else f"field 'options': {row['options']!r:.80} is not a mapping "
-              f"of option letters to texts" for row in selected]
-    return rows_to_docs(rows, MCQ_FEATURES, dataset=f"{DATASET} pathology").add_column("doc_error", errors)
+    return rows_to_docs(rows, FEATURES, dataset=f"{DATASET} pathology")
 
 
 def _row(doc_id: str, row: dict[str, Any], root: Path) -> dict[str, Any]:
-    choices = row["options"] if isinstance(row["options"], dict) else {}  # anything else: doc_error
+    choices = row["options"] if isinstance(row["options"], dict) else {}
     letters = sorted(key for key, value in choices.items() if value is not None)
     label = letter_answer(row["label"], 26)
     letter = chr(ord("A") + letters.index(label)) if label in letters else None
-    return {"id": doc_id, "image": _image([image_path(name, root, ("images", "")) for name in row["images"] or []]),
-            "question": stem(str(row["question"])), "options": [str(choices[key]) for key in letters],
-            "answer": letter or str(row["label"]), "dimension": None, "source": DATASET, "letter": letter}
+    names = row["images"] if isinstance(row["images"], list) else []
+    return {"id": doc_id, "image": _image([image_path(name, root, ("images", "")) for name in names
+                                          if isinstance(name, str)]),
+            "question": stem(text_or_empty(row["question"])),
+            "options": [text_or_empty(choices[key]) for key in letters],
+            "answer": letter or text_or_empty(row["label"]), "dimension": None, "source": DATASET,
+            "doc_error": _problem(row, choices)}
+
+
+def _problem(row: dict[str, Any], choices: dict[str, Any]) -> str:
+    """The first field of the wrong type: question, label, options (a mapping of letters to texts), images."""
+    if not isinstance(row["options"], dict):
+        return str(BadField("options", "is not a mapping of option letters to texts", row["options"]))
+    if not isinstance(row["images"], list) or not all(isinstance(name, str) for name in row["images"]):
+        return str(BadField("images", "is not a list of image file names", row["images"]))
+    bad = next((value for value in choices.values() if value is not None and not isinstance(value, str)), None)
+    if bad is not None:
+        return str(BadField("options", f"has a {type(bad).__name__}, not text", bad))
+    return text_problem(row, ("question", "label"))
 
 
 def _image(paths: list[str]) -> str | dict[str, Any] | None:

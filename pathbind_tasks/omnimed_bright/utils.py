@@ -20,11 +20,13 @@ from pathbind_tasks.common.raw import (
     id_list,
     image_path,
     image_root,
-    report_unmapped,
     require,
     rows_to_docs,
     text_answer,
+    text_or_empty,
+    text_problem,
     unique_ids,
+    with_doc_error,
 )
 from pathbind_tasks.common.vqa import condition_sets
 
@@ -32,6 +34,7 @@ DATASET = "OmniMedVQA"
 DATA_NAME = "omnimed_bright"  # $PATHBIND_DATA/omnimed_bright/ holds test.json and the Images/ tree
 COLUMNS = ("question_id", "question", "gt_answer", "image_path", "option_A", "option_B")
 OPTION_KEYS = ("option_A", "option_B", "option_C", "option_D")
+FEATURES = with_doc_error(MCQ_FEATURES)
 MICROSCOPY = "Microscopy Images"  # OmniMedVQA's modality_type of light-microscopy (bright-field) images
 ID_LIST = "question_ids.txt"  # optional, beside the data: one question_id per line replaces the modality rule
 
@@ -57,17 +60,19 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     root = image_root(DATA_NAME, dataset=DATASET)
     ids = unique_ids([str(row["question_id"]) for row in selected], dataset=DATASET)
     rows = [_row(doc_id, row, root) for doc_id, row in zip(ids, selected, strict=True)]
-    report_unmapped([row.pop("letter") for row in rows], dataset=DATASET)
-    return rows_to_docs(rows, MCQ_FEATURES, dataset=f"{DATASET} microscopy")
+    return rows_to_docs(rows, FEATURES, dataset=f"{DATASET} microscopy")
 
 
 def _row(doc_id: str, row: dict[str, Any], root: Path) -> dict[str, Any]:
-    options = [str(row[key]).strip() for key in OPTION_KEYS if row.get(key) is not None]
+    present = [key for key in OPTION_KEYS if row.get(key) is not None]
+    options = [text_or_empty(row[key]).strip() for key in present]
     letter = text_answer(row["gt_answer"], options)
-    return {"id": doc_id, "image": image_path(str(row["image_path"] or ""), root, ("", "OmniMedVQA")),
-            "question": str(row["question"] or "").strip(), "options": options,
-            "answer": letter or str(row["gt_answer"]), "dimension": None,
-            "source": f"{DATASET}/{row['dataset']}" if row.get("dataset") else DATASET, "letter": letter}
+    image = row["image_path"]
+    return {"id": doc_id, "image": image_path(image, root, ("", "OmniMedVQA")) if isinstance(image, str) and image
+            else None, "question": text_or_empty(row["question"]).strip(), "options": options,
+            "answer": letter or text_or_empty(row["gt_answer"]), "dimension": None,
+            "source": f"{DATASET}/{row['dataset']}" if isinstance(row.get("dataset"), str) else DATASET,
+            "doc_error": text_problem(row, ("question", "gt_answer", *present))}
 
 
 full, image_only, ablation = condition_sets(convert)

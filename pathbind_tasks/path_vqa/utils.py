@@ -2,28 +2,42 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import datasets
 
 from pathbind_tasks.common.accounting import drop
-from pathbind_tasks.common.raw import YES_NO_FEATURES, embedded_docs, require, yes_no
+from pathbind_tasks.common.raw import (
+    YES_NO_FEATURES,
+    embedded_docs,
+    require,
+    text_or_empty,
+    text_problem,
+    with_doc_error,
+    yes_no,
+)
 from pathbind_tasks.common.vqa import condition_sets
 
 DATASET = "Path-VQA"
 COLUMNS = ("image", "question", "answer")
+FEATURES = with_doc_error(YES_NO_FEATURES)
 
 
 def convert(dataset: datasets.Dataset) -> datasets.Dataset:
-    """Keep the items answered yes or no (the closed-ended half); ids are ``path_vqa-<split>-<row>``."""
+    """Keep the items answered yes or no (the closed-ended half); ids are ``path_vqa-<split>-<row>``. A question or
+    answer that is not text is a fault of the data (dropped with its field and type), not an open-ended item."""
     require(dataset.column_names, COLUMNS, dataset=DATASET, folder="path_vqa")
-    answers = [yes_no(answer) for answer in dataset["answer"]]
-    keep = [row for row, answer in enumerate(answers) if answer]
+    rows = dataset.select_columns(["question", "answer"]).to_list()
+    problems = [text_problem(row, ("question", "answer")) for row in rows]
+    answers = [yes_no(row["answer"]) for row in rows]
+    keep = [i for i, (answer, problem) in enumerate(zip(answers, problems, strict=True)) if answer or problem]
     drop("open-ended (answer is not yes or no)", len(dataset) - len(keep))
-    questions = dataset["question"]
     prefix = f"path_vqa-{dataset.split}-" if dataset.split else "path_vqa-"
-    columns = {"id": [f"{prefix}{row}" for row in keep], "question": [questions[row] for row in keep],
-               "answer": [answers[row] for row in keep], "dimension": [None] * len(keep),
-               "source": [DATASET] * len(keep)}
-    return embedded_docs(dataset, keep, columns, YES_NO_FEATURES)
+    columns: dict[str, list[Any]] = {
+        "id": [f"{prefix}{i}" for i in keep], "question": [text_or_empty(rows[i]["question"]) for i in keep],
+        "answer": [answers[i] or "" for i in keep], "dimension": [None] * len(keep),
+        "source": [DATASET] * len(keep), "doc_error": [problems[i] for i in keep]}
+    return embedded_docs(dataset, keep, columns, FEATURES)
 
 
 full, image_only, ablation = condition_sets(convert)

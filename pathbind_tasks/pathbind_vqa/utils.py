@@ -13,19 +13,24 @@ import datasets
 
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
+    BadField,
     embedded_docs,
     embedded_images,
     image_path,
     image_root,
     letter_answer,
-    report_unmapped,
+    optional_text,
     require,
     rows_to_docs,
+    text_or_empty,
+    text_problem,
     unique_ids,
+    with_doc_error,
 )
 from pathbind_tasks.common.vqa import condition_sets, options_problem
 
 COLUMNS = ("id", "image", "question", "options", "answer", "dimension", "source")
+FEATURES = with_doc_error(MCQ_FEATURES)
 
 
 def make_converter(data_name: str, label: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
@@ -35,39 +40,51 @@ def make_converter(data_name: str, label: str) -> Callable[[datasets.Dataset], d
         require(dataset.column_names, COLUMNS, dataset=label, folder="pathbind_vqa")
         text = dataset.remove_columns("image").to_list()
         options = [_option_texts(row["options"]) for row in text]
-        errors = [options_problem(row["options"]) if row["options"] is not None and not isinstance(row["options"], list)
-                  else "" for row in text]  # what the options column cannot keep: a string, a number
         letters = [letter_answer(row["answer"], len(texts)) for row, texts in zip(text, options, strict=True)]
-        report_unmapped(letters, dataset=label)
         columns: dict[str, list[Any]] = {
             "id": unique_ids([str(row["id"]) for row in text], dataset=label),
-            "question": [str(row["question"] or "") for row in text],
+            "question": [text_or_empty(row["question"]) for row in text],
             "options": options,
-            "answer": [letter or str(row["answer"]) for row, letter in zip(text, letters, strict=True)],
-            "dimension": [None if row["dimension"] is None else str(row["dimension"]) for row in text],
-            "source": [None if row["source"] is None else str(row["source"]) for row in text]}
-        return _docs(dataset, columns).add_column("doc_error", errors)
+            "answer": [letter or text_or_empty(row["answer"]) for row, letter in zip(text, letters, strict=True)],
+            "dimension": [row["dimension"] if isinstance(row["dimension"], str) else None for row in text],
+            "source": [row["source"] if isinstance(row["source"], str) else None for row in text],
+            "doc_error": [_problem(row) for row in text]}
+        return _docs(dataset, columns)
 
     def _docs(dataset: datasets.Dataset, columns: dict[str, list[Any]]) -> datasets.Dataset:
         if embedded_images(dataset.features["image"]):
-            return embedded_docs(dataset, range(len(dataset)), columns, MCQ_FEATURES)
+            return embedded_docs(dataset, range(len(dataset)), columns, FEATURES)
         root = image_root(data_name, dataset=label)
         images = [image_path(str(name or ""), root, ("", "images")) for name in dataset["image"]]
         rows = [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
-        return rows_to_docs([{**row, "image": image} for row, image in zip(rows, images, strict=True)], MCQ_FEATURES,
+        return rows_to_docs([{**row, "image": image} for row, image in zip(rows, images, strict=True)], FEATURES,
                             dataset=label)
 
     return convert
 
 
 def _option_texts(options: Any) -> list[str]:
-    """The option texts of a list (a missing one empty, so the scorer names it); none of anything else.
-
-    A string is not split into options: ``"x|y"`` has no agreed separator, so its item is invalid (``doc_error``).
-    """
+    """The option texts of a list (a missing or non-text one empty: the item is dropped, naming it); none of
+    anything else. A string is not split into options: ``"x|y"`` has no agreed separator."""
     if not isinstance(options, list | tuple):
         return []
-    return ["" if option is None else str(option) for option in options]
+    return [text_or_empty(option) for option in options]
+
+
+def _problem(row: dict[str, Any]) -> str:
+    """The first field of the wrong type: question, answer, options (a list of texts), dimension, source."""
+    options = row["options"]
+    if options is not None and not isinstance(options, list | tuple):
+        return options_problem(options)
+    bad = next((o for o in options or [] if o is not None and not isinstance(o, str)), None)
+    if bad is not None:
+        return str(BadField("options", f"has a {type(bad).__name__}, not text", bad))
+    try:
+        optional_text(row["dimension"], "dimension")
+        optional_text(row["source"], "source")
+    except BadField as exc:
+        return str(exc)
+    return text_problem(row, ("question", "answer"))
 
 
 convert_vqa = make_converter("pathbind_vqa", "PathBind-VQA")

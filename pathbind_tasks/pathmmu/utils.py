@@ -18,14 +18,17 @@ import datasets
 from pathbind_tasks.common.accounting import read_rows
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
+    BadField,
     image_path,
     image_root,
     letter_answer,
-    report_unmapped,
     require,
     rows_to_docs,
     strip_letter_prefixes,
+    text_or_empty,
+    text_problem,
     unique_ids,
+    with_doc_error,
 )
 from pathbind_tasks.common.vqa import condition_sets, options_problem
 
@@ -36,6 +39,7 @@ ITEM_KEYS = ("No", "img", "question", "options", "answer")
 # PathMMU's "test-all" is its test and test_tiny splits together (test_overall in the official eval code).
 TEST_ALL = ("test", "test_tiny")
 TEST_TINY = ("test_tiny",)
+FEATURES = with_doc_error(MCQ_FEATURES)
 
 
 def items(dataset: datasets.Dataset, splits: Sequence[str]) -> Iterator[tuple[str, str, dict[str, Any]]]:
@@ -63,22 +67,27 @@ def convert_splits(splits: Sequence[str]) -> Callable[[datasets.Dataset], datase
         root = image_root(DATA_NAME, dataset=DATASET, cache_dir=HUB_CACHE)
         ids = unique_ids([f"{subset}-{split}-{item['No']}" for subset, split, item in selected], dataset=DATASET)
         rows = [_row(doc_id, subset, item, root) for doc_id, (subset, _, item) in zip(ids, selected, strict=True)]
-        report_unmapped([row.pop("letter") for row in rows], dataset=DATASET)
-        errors = [options_problem(item.get("options")) if not isinstance(item.get("options"), list) else ""
-                  for _, _, item in selected]  # a string of options is not split into characters
-        return rows_to_docs(rows, MCQ_FEATURES, dataset=DATASET).add_column("doc_error", errors)
+        return rows_to_docs(rows, FEATURES, dataset=DATASET)
 
     return convert
 
 
 def _row(doc_id: str, subset: str, item: dict[str, Any], root: Path) -> dict[str, Any]:
+    """One item; a field of the wrong type (options as one string, a number for a question) is its ``doc_error``."""
     raw = item.get("options")
-    options = strip_letter_prefixes([str(option) for option in raw]) if isinstance(raw, list) else []
+    problem = text_problem(item, ("question", "answer"))
+    if not isinstance(raw, list):
+        problem = problem or options_problem(raw)  # a string of options is not split into characters
+    elif not problem:
+        problem = next((str(BadField("options", f"has a {type(o).__name__}, not text", o)) for o in raw
+                        if not isinstance(o, str)), "")
+    options = strip_letter_prefixes([o for o in raw if isinstance(o, str)]) if isinstance(raw, list) else []
     letter = letter_answer(item.get("answer"), len(options))
-    return {"id": doc_id, "image": image_path(str(item.get("img") or ""), root, ("images",)),
-            "question": str(item.get("question") or ""), "options": options,
-            "answer": letter or str(item.get("answer")), "dimension": None, "source": f"{DATASET}/{subset}",
-            "letter": letter}
+    image = item.get("img")
+    return {"id": doc_id, "image": image_path(image, root, ("images",)) if isinstance(image, str) and image else None,
+            "question": text_or_empty(item.get("question")), "options": options,
+            "answer": letter or text_or_empty(item.get("answer")), "dimension": None,
+            "source": f"{DATASET}/{subset}", "doc_error": problem}
 
 
 convert_test = convert_splits(TEST_ALL)

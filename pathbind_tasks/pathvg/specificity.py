@@ -1,9 +1,8 @@
 """The PathVG expression specificity judge (PathBind Appendix B.2, D.3): a text-only Specific/Vague verdict per item.
 
-One document per PathVG record (an image, expression and box: the paper's 3,048 expressions), with the grounding
-tasks' ids (``testA-<row>``), so the ids ``pathbind filter --specificity`` keeps select the same items there. A
-record whose expression is not a non-empty text is still a document, judged invalid with that reason, so the
-filter counts it instead of losing it.
+One document per PathVG expression (the paper's 3,048), with the grounding tasks' ids (``testA-<bbox_id>-<k>``),
+so the ids ``pathbind filter --specificity`` keeps select the same items there. An expression that is not a
+non-empty text is a fault of the data, dropped and counted in ``accounting`` (``pathbind_tasks.pathvg.utils``).
 """
 
 from __future__ import annotations
@@ -12,35 +11,15 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import datasets
 from loguru import logger
 
 from pathbind import render_template
 from pathbind_metrics.parsing import SPECIFICITY_LABELS, Judgement, parse_specificity
-from pathbind_tasks.common.accounting import counting
-from pathbind_tasks.common.box_rows import BadField, require_rows
 from pathbind_tasks.common.failures import no_answer_reason
 from pathbind_tasks.common.harness import task_name
 from pathbind_tasks.common.messages import UserTurn
 
 METRICS = ("specific_rate", "invalid_rate", "judgements", "accounting")  # no name inside another (group matching)
-
-
-def expression_docs(dataset: datasets.Dataset, ids: list[str], split: str) -> datasets.Dataset:
-    """One document per row: ``id``, ``expression``, ``split`` and ``doc_error`` (why it cannot be judged)."""
-    require_rows(dataset, f"pathvg {split}")
-    expressions = list(dataset["expression"])
-    with counting(dataset) as ledger:
-        docs = datasets.Dataset.from_dict({"id": ids, "expression": expressions, "split": [split] * len(ids),
-                                           "doc_error": [expression_problem(e) for e in expressions]})
-        return ledger.close(docs)
-
-
-def expression_problem(expression: Any) -> str:
-    """Why an expression cannot be judged ('' when it can), worded as the grounding tasks' row check words it."""
-    if isinstance(expression, str) and expression.strip():
-        return ""
-    return str(BadField("expression", f"{expression!r} is not a non-empty text"))
 
 
 def doc_to_visual(doc: dict[str, Any]) -> list[Any]:
@@ -60,7 +39,7 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
     """The judge's verdict on one expression, emitted under every metric; an item that cannot be judged, a backend
     failure or an unparseable answer is an invalid judgement (``judgement`` None) with its reason."""
     text = str(results[0]) if results else ""
-    problem = doc.get("doc_error") or no_answer_reason(text)
+    problem = no_answer_reason(text)
     judgement = Judgement(None, problem) if problem else parse_specificity(text)
     record = {"task": task_name(), "id": str(doc.get("id")), "split": doc.get("split"),
               "expression": doc.get("expression"), "judgement": judgement.label, "valid": judgement.label is not None,

@@ -1,59 +1,126 @@
-"""PathVG (RefPath) test splits in their published layout, converted to the grounding schema."""
+"""PathVG (RefPath) test splits as released, one grounding item per referring expression.
+
+The release (hub ``fengluo/RefPath``) ships ``train.jsonl``, ``testA.jsonl`` and ``testB.jsonl``, one record per
+annotated box: ``image_id``, ``image`` (``refpath_image/<name>.jpg``), ``bbox`` ([x_min, y_min, x_max, y_max] in
+pixels), ``bbox_id``, ``height``, ``width`` and ``expression``, a list of the box's referring expressions (the
+official ``json2pt.py`` also accepts one string). The images come as ``refpath_image.zip``, unpacked or not.
+
+Each expression is one item, id ``<split>-<bbox_id>-<k>`` (``k`` its place in the list), as the paper counts them:
+testA 1,342 and testB 1,706 expressions (PathBind 001). The task's rows are the expressions; an expression that is
+not a non-empty text, or a record whose ``expression`` is neither a list nor a text, is dropped with its field and
+type named (never its Python text in a prompt).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import datasets
+from loguru import logger
 
 from pathbind.data import override_dir
-from pathbind_tasks.common.accounting import counting
+from pathbind_tasks.common.accounting import counting, read_rows, without_faults
+from pathbind_tasks.common.box_rows import require_rows
 from pathbind_tasks.common.grounding import process_docs
-from pathbind_tasks.common.raw import require
-from pathbind_tasks.pathvg.specificity import expression_docs
+from pathbind_tasks.common.raw import BadField, image_root, require, text_field, unique_ids, unpacked
 
-# width and height as floats: a fractional, NaN or huge value reaches the row check (a lost item naming the
+DATA_NAME = "pathvg"  # $PATHBIND_DATA/pathvg/ holds the release files
+RECORD_FIELDS = ("image", "bbox", "bbox_id", "height", "width", "expression")
+IMAGES = "refpath_image"  # the images' folder, or IMAGES + ".zip"
+HUB_CACHE = "refpath"  # the YAMLs' dataset_kwargs.cache_dir: where lmms-eval unpacks refpath_image.zip
+JUDGED = ("id", "expression", "split", "doc_error")  # the specificity judge's document columns
+PAPER_COUNTS = {"testA": 1342, "testB": 1706}  # expressions per test split (PathBind 001)
+# width and height as floats: a fractional, NaN or huge value reaches the row check (a dropped item naming the
 # field) instead of failing the integer cast for the whole file.
 FEATURES = datasets.Features({"id": datasets.Value("string"), "image": datasets.Image(),
                               "expression": datasets.Value("string"), "bbox": datasets.List(datasets.Value("float64")),
                               "width": datasets.Value("float64"), "height": datasets.Value("float64"),
-                              "split": datasets.Value("string")})
+                              "split": datasets.Value("string"), "doc_error": datasets.Value("string")})
+
+
+def expressions(records: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
+    """One item per expression of each record: the record's fields, ``expression`` one text, ``id``
+    ``<split>-<bbox_id>-<k>`` and ``doc_error`` (why it cannot be evaluated, "" when it can). A record whose
+    ``expression`` is an empty list, or of another type, is one item with that problem."""
+    items: list[dict[str, Any]] = []
+    for record in records:
+        value = record.get("expression")
+        texts = value if isinstance(value, list) and value else [value]
+        for k, expression in enumerate(texts):
+            items.append({**record, "id": f"{split}-{record.get('bbox_id')}-{k}", "split": split,
+                          "expression": expression if isinstance(expression, str) else None,
+                          "doc_error": expression_problem(value, expression)})
+    for item, unique in zip(items, unique_ids([item["id"] for item in items], dataset="PathVG"), strict=True):
+        item["id"] = unique
+    return items
+
+
+def expression_problem(value: Any, expression: Any) -> str:
+    """Why one expression of a record cannot be asked ("" when it can)."""
+    if isinstance(value, list) and not value:
+        return str(BadField("expression", "is an empty list", value))
+    try:
+        if not text_field(expression, "expression").strip():
+            raise BadField("expression", "is empty", expression)
+    except BadField as exc:
+        return str(exc)
+    return ""
 
 
 def pathvg_docs(split: str, *, expressions_only: bool = False) -> Callable[[datasets.Dataset], datasets.Dataset]:
-    """``process_docs`` for ``<root>/pathvg/<split>.json`` records with ``image_id``, ``height``, ``width``,
-    ``bbox`` (pixels, [x_min, y_min, x_max, y_max]) and ``expression``; images in ``<root>/pathvg/images/``.
-    ``expressions_only``: the specificity judge's documents, which need no image."""
+    """``process_docs`` for the release's ``<split>.jsonl`` (see the module docstring). ``expressions_only``:
+    the specificity judge's documents (``id``, ``expression``, ``split``), which need no image."""
+    label = f"PathVG {split}"
 
     def convert(dataset: datasets.Dataset) -> datasets.Dataset:
-        require(dataset.column_names, ("image_id", "height", "width", "bbox", "expression"), dataset="pathvg",
-                folder="pathvg")
-        ids = [f"{split}-{i}" for i in range(len(dataset))]
-        if expressions_only:
-            return expression_docs(dataset, ids, split)
-        root = override_dir("pathvg")
-        if root is None or not (root / "images").is_dir():
-            raise FileNotFoundError("pathvg: no folder $PATHBIND_DATA/pathvg/images; "
-                                    "see pathbind_tasks/pathvg/README.md")
-        rows = {
-            "id": ids,
-            "image": [{"path": str(_image_path(root / "images", str(name))), "bytes": None}
-                      for name in dataset["image_id"]],
-            "expression": list(dataset["expression"]), "bbox": list(dataset["bbox"]),
-            "width": list(dataset["width"]), "height": list(dataset["height"]), "split": [split] * len(dataset)}
-        with counting(dataset):
-            return process_docs(datasets.Dataset.from_dict(rows, features=FEATURES))
+        require(dataset.column_names, RECORD_FIELDS, dataset="PathVG", folder="pathvg")
+        require_rows(dataset, label)
+        with counting(dataset) as ledger:
+            items = expressions(dataset.to_list(), split)
+            read_rows(len(items))  # the task's rows are the expressions, not the records
+            _check_count(len(items), split)
+            if expressions_only:
+                docs = datasets.Dataset.from_dict({name: [item[name] for item in items] for name in JUDGED})
+                return ledger.close(without_faults(docs, label))
+            return process_docs(without_faults(_grounding_docs(items), label))
 
     return convert
 
 
-def _image_path(folder: Path, image_id: str) -> Path:
-    """The image named by ``image_id``, with or without its extension (a missing file is reported per item)."""
-    exact = folder / image_id
-    if exact.exists():
-        return exact
-    return next(iter(sorted(folder.glob(f"{Path(image_id).stem}.*"))), exact)
+def _grounding_docs(items: list[dict[str, Any]]) -> datasets.Dataset:
+    root = image_folder()
+    columns = {name: [item[name] for item in items] for name in FEATURES if name != "image"}
+    columns["image"] = [{"path": _image_file(root, item.get("image")), "bytes": None} for item in items]
+    return datasets.Dataset.from_dict(columns, features=FEATURES)
+
+
+def image_folder() -> Path:
+    """The folder the records' ``image`` paths resolve against: the data folder with ``refpath_image/``, else its
+    unpacked ``refpath_image.zip``; without a data folder, where lmms-eval unpacked the hub download. None of
+    them is a setup error, raised before any model call."""
+    root = override_dir(DATA_NAME)
+    if root is None:
+        return image_root(DATA_NAME, dataset="PathVG", cache_dir=HUB_CACHE)
+    if (root / IMAGES).is_dir():
+        return root
+    if (root / f"{IMAGES}.zip").is_file():
+        return unpacked(root / f"{IMAGES}.zip")
+    raise FileNotFoundError(f"PathVG: neither {root / IMAGES}/ nor {root / IMAGES}.zip (the release's images) "
+                            f"exists; see pathbind_tasks/pathvg/README.md")
+
+
+def _image_file(root: Path, image: Any) -> str | None:
+    """The record's image: ``image`` under ``root``; a missing file is dropped by the image check, naming it."""
+    return str(root / image) if isinstance(image, str) and image else None
+
+
+def _check_count(n_items: int, split: str) -> None:
+    expected = PAPER_COUNTS.get(split)
+    if expected is not None and n_items != expected:
+        logger.warning(f"PathVG {split}: {n_items:,} expressions, the full release has {expected:,} (PathBind 001); "
+                       f"a partial or different copy of the release")
 
 
 testa = pathvg_docs("testA")

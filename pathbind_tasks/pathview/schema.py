@@ -2,8 +2,9 @@
 
 A task reads one file of the release (``$PATHBIND_DATA/pathview/<task>.parquet``; columns in the README).
 The columns a task kind needs are checked once, before any model call. Then each row is checked: a bad one
-is kept with its problem in ``doc_error`` (scored invalid with that reason), so it never fails the run. Boxes
-are in pixels of the stated ``width`` x ``height``: where that is not the image's size, the item is invalid.
+is a fault of the data: dropped with its problem (``doc_error``, naming the field) and counted in ``accounting``,
+never scored as the model's invalid answer. Boxes are in pixels of the stated ``width`` x ``height``: where that is
+not the image's size, the item is dropped.
 Items with boxes carry ``box_frame``, the frame (:mod:`pathbind.box_frames`) their prompt writes and asks
 boxes in and their answer is read in; the task's ``process_docs`` names it (``grounding_docs_per_mille``).
 """
@@ -17,21 +18,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import datasets
-from loguru import logger
 
 from pathbind.box_frames import check_frame
 from pathbind_metrics.pathview import box_problem
 from pathbind_metrics.refusal import REFUSAL_FORM
 from pathbind_tasks.common import box_rows
 from pathbind_tasks.common.conditions import IMAGE_ONLY, with_conditions
-from pathbind_tasks.common.harness import data_source
 from pathbind_tasks.common.raw import (
+    BadField,
     embedded_docs,
     embedded_images,
     image_path,
     image_root,
     require,
     rows_to_docs,
+    text_field,
     unique_ids,
 )
 from pathbind_tasks.pathview.vocabulary import matcher
@@ -74,7 +75,7 @@ KINDS = {
 }
 
 
-_Bad = box_rows.BadField  # one field of one row is unusable
+_Bad = BadField  # one field of one row is unusable
 
 
 class _Mismatch(ValueError):
@@ -90,46 +91,48 @@ def _size(row: dict[str, Any], required: bool) -> tuple[int, int] | None:
 
 def _boxes(value: Any, field: str, size: tuple[int, int] | None) -> list[list[float]]:
     if size is None:
-        raise _Bad(field, "boxes need the image's width and height")
+        raise _Bad(field, "needs the image's width and height", detail="no width or height")
     try:
         boxes = [[float(v) for v in box] for box in value or []]
     except (TypeError, ValueError):
-        raise _Bad(field, f"{value!r} is not a list of [x_min, y_min, x_max, y_max] boxes") from None
+        raise _Bad(field, "is not a list of [x_min, y_min, x_max, y_max] boxes", value) from None
     problem = box_problem(boxes, size)
     if problem:
-        raise _Bad(field, f"{problem} ({size[0]}x{size[1]} image, pixel coordinates)")
+        raise _Bad(field, "has a box that cannot be drawn on the image",
+                   detail=f"{problem}; {size[0]}x{size[1]} image, pixel coordinates")
     return boxes
 
 
 def _options(row: dict[str, Any]) -> list[str]:
-    options = [str(option).strip() for option in row.get("options") or []]
+    raw = row.get("options")
+    options = [text_field(option, "options").strip() for option in raw] if isinstance(raw, list) else []
     if len(options) < 2 or not all(options):
-        raise _Bad("options", f"{row.get('options')!r} is not a list of at least two non-empty options")
+        raise _Bad("options", "is not a list of at least two non-empty options", raw)
     return options
 
 
 def _answer(row: dict[str, Any], options: list[str]) -> str:
-    text = str(row.get("answer") or "").strip()
+    text = text_field(row.get("answer"), "answer").strip()
     hits = [o for o in options if o == text] or [o for o in options if o.casefold() == text.casefold()]
     if len(hits) != 1:
-        raise _Bad("answer", f"{row.get('answer')!r} is not one of the options {options}")
+        raise _Bad("answer", "is not one of the options", detail=f"{row.get('answer')!r:.80}; options {options}")
     return hits[0]
 
 
 def _count(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) \
             or value < 0 or value != int(value):
-        raise _Bad("count", f"{value!r} is not a non-negative whole number")
+        raise _Bad("count", "is not a non-negative whole number", value)
     return int(value)
 
 
 def _entities(value: Any) -> list[str]:
-    names = [str(name) for name in value or []]
+    names = [text_field(name, "entities") for name in value] if isinstance(value, list) else []
     canonical = [matcher().canonical(name) for name in names]
     unknown = [name for name, label in zip(names, canonical, strict=True) if label is None]
     if not names or unknown:
-        raise _Bad("entities", f"{value!r}: needs at least one entity, each a label of labels.yaml or a synonym "
-                               f"(unknown: {unknown})")
+        raise _Bad("entities", "needs at least one entity, each a label of labels.yaml or a synonym",
+                   detail=f"{value!r:.80}; unknown: {unknown}")
     return list(dict.fromkeys(label for label in canonical if label))
 
 
@@ -163,16 +166,17 @@ def _fields(row: dict[str, Any], kind: Kind, image_size: tuple[int, int] | None)
 def _document(row: dict[str, Any], kind: Kind, frame: str | None, image_size: tuple[int, int] | None
               ) -> dict[str, Any]:
     doc: dict[str, Any] = {
-        "question": str(row.get("question") or ""), "answer_format": kind.answer_format, "trap": kind.trap,
+        "question": "", "answer_format": kind.answer_format, "trap": kind.trap,
         "answer": "", "options": [], "target": None if row.get("target") is None else str(row["target"]),
         "boxes": [], "query_box": [], "count": None, "entities": [], "width": None, "height": None,
         "source": None if row.get("source") is None else str(row["source"]), "doc_error": "", "box_frame": frame,
     }
     try:
+        doc["question"] = text_field(row.get("question"), "question")
         if not doc["question"].strip():
-            raise _Bad("question", "empty")
+            raise _Bad("question", "is empty", doc["question"])
         doc.update(_fields(row, kind, image_size))
-    except (_Bad, _Mismatch) as exc:
+    except (BadField, _Mismatch) as exc:
         doc["doc_error"] = str(exc)
     return doc
 
@@ -203,17 +207,12 @@ def converter(kind_name: str, frame: str = "pixel") -> Callable[[datasets.Datase
 def _documents(dataset: datasets.Dataset, rows: list[dict[str, Any]], kind: Kind, frame: str | None,
                paths: list[str] | None) -> list[dict[str, Any]]:
     """Each row's document; boxes are checked against the image's size, read from its header (embedded, or the
-    file at ``paths``) without decoding it. The malformed rows are logged once."""
+    file at ``paths``) without decoding it; a malformed row keeps its problem in ``doc_error``."""
     if not kind.has_boxes:
         sizes: list[tuple[int, int] | None] = [None] * len(rows)
     else:
         sizes = box_rows.image_sizes(dataset if paths is None else datasets.Dataset.from_dict({"image": paths}))
-    docs = [_document(row, kind, frame, size) for row, size in zip(rows, sizes, strict=True)]
-    problems = [(row["id"], doc["doc_error"]) for row, doc in zip(rows, docs, strict=True) if doc["doc_error"]]
-    if problems:
-        logger.warning(f"{LABEL}: {len(problems)} of {len(docs)} items of {data_source(dataset)} are malformed "
-                       f"and will be scored invalid (first: row {problems[0][0]!r}: {problems[0][1]})")
-    return docs
+    return [_document(row, kind, frame, size) for row, size in zip(rows, sizes, strict=True)]
 
 
 class ProcessDocs:

@@ -1,49 +1,94 @@
-"""Quilt-VQA as published on the hub (``image, question, answer, answer_type, context``): its closed-ended
-(yes/no) questions in the task schema.
+"""Quilt-VQA as released (hub ``wisdomik/Quilt_VQA``): its closed-ended (yes/no) questions in the task schema.
 
-A closed-ended ``answer`` is a sentence ("No, there is no necrosis in this field."); the release's own
-evaluation reads the label from a ``yes_no_answer`` field. That field is used when the data has it, else
-the yes/no that opens the answer sentence.
+The official evaluation (quilt-llava's ``quilt_eval.py``) reads ``quiltvqa_test_w_ans.json``, a JSON list of
+``{"id", "image", "question", "answer", "answer_type", "yes_no_answer", ...}`` with the images in
+``quilt_vqa.zip``; a closed-ended item's label is its ``yes_no_answer``, because its ``answer`` is a sentence
+("No, there is no necrosis in this field."). Here the label is ``yes_no_answer`` when the data has that field,
+else the official rule without it: the answer itself must be yes or no. An item neither settles is a fault of the
+data, dropped and counted in ``accounting``, never scored as the model's invalid answer.
 """
 
 from __future__ import annotations
 
-import re
+from pathlib import Path
 from typing import Any
 
 import datasets
+from loguru import logger
 
+from pathbind.data import override_dir
 from pathbind_tasks.common.accounting import drop
-from pathbind_tasks.common.raw import YES_NO_FEATURES, embedded_docs, report_unmapped, require, yes_no
+from pathbind_tasks.common.raw import (
+    YES_NO_FEATURES,
+    embedded_docs,
+    embedded_images,
+    image_path,
+    image_root,
+    require,
+    rows_to_docs,
+    text_or_empty,
+    text_problem,
+    unique_ids,
+    unpacked,
+    with_doc_error,
+    yes_no,
+)
 from pathbind_tasks.common.vqa import condition_sets
 
 DATASET = "Quilt-VQA"
+DATA_NAME = "quilt_vqa"  # $PATHBIND_DATA/quilt_vqa/ holds quiltvqa_test_w_ans.json and the images
+HUB_CACHE = "quilt_vqa"  # the YAMLs' dataset_kwargs.cache_dir: where lmms-eval unpacks quilt_vqa.zip
+ARCHIVE = "quilt_vqa.zip"
+IMAGE_FOLDERS = ("images", "quilt_vqa/images", "")  # where the release's scripts and its zip put the images
 COLUMNS = ("image", "question", "answer", "answer_type")
 CLOSED = "CLOSED"
-_OPENING = re.compile(r"^\W*(yes|no)\b", re.IGNORECASE)
+FEATURES = with_doc_error(YES_NO_FEATURES)
+UNLABELLED = "closed-ended item without a yes/no label (no yes_no_answer, and the answer is not yes or no)"
 
 
-def closed_label(answer: Any, yes_no_answer: Any = None) -> str | None:
-    """"yes"/"no" for a closed-ended item: its ``yes_no_answer`` if given, else the answer's opening word."""
-    if yes_no_answer is not None:
-        return yes_no(yes_no_answer)
-    match = _OPENING.match("" if answer is None else str(answer))
-    return match.group(1).lower() if match else None
+def closed_label(answer: Any, yes_no_answer: Any = None, *, has_label_field: bool = False) -> str | None:
+    """"yes"/"no" for a closed-ended item: its ``yes_no_answer`` where the data has that field, else the
+    answer when it is exactly yes or no (the official evaluation's rule); None when neither settles it."""
+    return yes_no(yes_no_answer) if has_label_field else yes_no(answer)
 
 
 def convert(dataset: datasets.Dataset) -> datasets.Dataset:
-    """Keep the CLOSED items; one whose label is not yes/no keeps its raw answer (scored invalid)."""
+    """The CLOSED items with their yes/no label; the unlabelled ones dropped and counted."""
     require(dataset.column_names, COLUMNS, dataset=DATASET, folder="quilt_vqa")
-    keep = [row for row, kind in enumerate(dataset["answer_type"]) if str(kind).strip().upper() == CLOSED]
-    drop(f"answer_type is not {CLOSED}", len(dataset) - len(keep))
-    raw_answers, questions = dataset["answer"], dataset["question"]
-    labels = dataset["yes_no_answer"] if "yes_no_answer" in dataset.column_names else [None] * len(dataset)
-    answers = [closed_label(raw_answers[row], labels[row]) for row in keep]
-    report_unmapped(answers, dataset=DATASET)
-    columns = {"id": [f"quilt_vqa-{row}" for row in keep], "question": [questions[row] for row in keep],
-               "answer": [answer or str(raw_answers[row]) for row, answer in zip(keep, answers, strict=True)],
-               "dimension": [None] * len(keep), "source": [DATASET] * len(keep)}
-    return embedded_docs(dataset, keep, columns, YES_NO_FEATURES)
+    rows = dataset.remove_columns("image").to_list()
+    closed = [i for i, row in enumerate(rows) if isinstance(row["answer_type"], str)
+              and row["answer_type"].strip().upper() == CLOSED]
+    drop(f"answer_type is not {CLOSED}", len(rows) - len(closed))
+    has_label_field = "yes_no_answer" in dataset.column_names
+    labels = {i: closed_label(rows[i]["answer"], rows[i].get("yes_no_answer"), has_label_field=has_label_field)
+              for i in closed}
+    keep = [i for i in closed if labels[i]]
+    if len(keep) < len(closed):
+        drop(UNLABELLED, len(closed) - len(keep))
+        logger.warning(f"{DATASET}: {len(closed) - len(keep)} of {len(closed)} closed-ended items have no yes/no label "
+                       f"and are dropped ({'yes_no_answer' if has_label_field else 'the answer'} is not yes or no)")
+    ids = unique_ids([f"quilt_vqa-{rows[i].get('id', i)}" for i in keep], dataset=DATASET)
+    columns: dict[str, list[Any]] = {"id": ids, "question": [text_or_empty(rows[i]["question"]) for i in keep],
+               "answer": [labels[i] for i in keep], "dimension": [None] * len(keep), "source": [DATASET] * len(keep),
+               "doc_error": [text_problem(rows[i], ("question",)) for i in keep]}
+    if embedded_images(dataset.features["image"]):
+        return embedded_docs(dataset, keep, columns, FEATURES)
+    root = image_folder()
+    names = dataset["image"]
+    docs = [{"image": image_path(names[i], root, IMAGE_FOLDERS) if isinstance(names[i], str) and names[i] else None,
+             **{name: values[n] for name, values in columns.items()}} for n, i in enumerate(keep)]
+    return rows_to_docs(docs, FEATURES, dataset=DATASET)
+
+
+def image_folder() -> Path:
+    """Where the release's image names resolve: the data folder (its ``images/`` or ``quilt_vqa/images/``), else its
+    unpacked ``quilt_vqa.zip``; without a data folder, where lmms-eval unpacked the hub download."""
+    root = override_dir(DATA_NAME)
+    if root is None:
+        return image_root(DATA_NAME, dataset=DATASET, cache_dir=HUB_CACHE)
+    if any((root / folder).is_dir() for folder in IMAGE_FOLDERS if folder) or not (root / ARCHIVE).is_file():
+        return root  # a missing image is then dropped by the image check, naming the file
+    return unpacked(root / ARCHIVE)
 
 
 full, image_only, ablation = condition_sets(convert)

@@ -17,14 +17,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from conftest import BIN, lmms_eval, metric
-from loguru import logger
 from PIL import Image, ImageFile, TiffImagePlugin
 
 from pathbind.requests import MODEL_FAILED
 from pathbind_tasks.common.conditions import ABLATIONS, with_readable_images
 from pathbind_tasks.common.images import MAX_PIXELS_ENV, max_pixels, rgb_image
-from pathbind_tasks.common.raw import letter_answer, report_unmapped, unique_ids
-from pathbind_tasks.common.vqa import ablation, doc_to_text, doc_to_visual, process_results
+from pathbind_tasks.common.raw import letter_answer, unique_ids
+from pathbind_tasks.common.vqa import ablation, doc_to_text, doc_to_visual, item_problem, process_results
 from pathbind_tasks.pathbind_vqa.utils import convert_vqa
 
 OPTIONS = ["Gland", "Vessel", "Nerve", "Duct"]
@@ -154,7 +153,6 @@ def test_an_image_over_the_pixel_limit_is_invalid_from_its_header(monkeypatch):
     docs = with_readable_images(image_docs([huge_png(), encoded(Image.new("RGB", (12, 10)))], datasets.Image()))
     assert docs["image_error"] == [f"image too large (12000x12000 = 144,000,000 pixels; the limit is 100,000,000, "
                                    f"set by {MAX_PIXELS_ENV})", ""]
-    assert docs[0]["image"].size == (32, 32)  # the placeholder, never the decoded bomb
     monkeypatch.setenv(MAX_PIXELS_ENV, "100")
     assert with_readable_images(image_docs([encoded(Image.new("RGB", (12, 10)))]))["image_error"][0].startswith(
         "image too large (12x10 = 120 pixels; the limit is 100")
@@ -167,30 +165,32 @@ def test_checking_a_huge_image_stays_far_below_4_gb(tmp_path):
     """Peak memory (ru_maxrss) of a process that builds, shows and scores the documents of such an item stays
     under 512 MiB (measured: about 170 MB): its RGB decoding alone would take 432 MB."""
     (tmp_path / "huge.png").write_bytes(huge_png())
+    Image.new("RGB", (8, 8)).save(tmp_path / "small.png")
     script = textwrap.dedent(f"""
         import datasets
         from pathbind_tasks.common.vqa import ablation, doc_to_visual, process_results
-        docs = ablation(datasets.Dataset.from_dict({{"id": ["big"], "image": [{str(tmp_path / "huge.png")!r}],
-                                                    "question": ["q?"], "options": [["a", "b"]], "answer": ["A"]}}))
+        images = [{str(tmp_path / "huge.png")!r}, {str(tmp_path / "small.png")!r}]
+        docs = ablation(datasets.Dataset.from_dict({{"id": ["big", "small"], "image": images, "question": ["q?"] * 2,
+                                                    "options": [["a", "b"]] * 2, "answer": ["A"] * 2}}))
+        assert set(docs["id"]) == {{"small"}} and '"image too large": 1' in docs[0]["accounting"]
         for doc in docs:
             doc_to_visual(doc)
-            assert "image too large" in process_results(doc, ["<answer>A</answer>"])["acc_image"]["reason"]
+            assert process_results(doc, ["<answer>A</answer>"])["acc_image"]["valid"]
     """)
     assert peak_rss(tmp_path, [sys.executable, "-c", script]) < 512 * 2**20
 
 
-def test_a_swap_whose_partner_image_is_broken_is_invalid_with_the_partner_named():
-    """The swapped document shows the partner's (placeholder) image, so it carries the partner's error."""
+def test_a_broken_image_drops_its_item_from_every_condition_and_no_swap_shows_it():
+    """The unreadable image of b is a fault of the data: b is in no condition, counted in accounting, and no other
+    item is shown it as a swap."""
     good = encoded(Image.new("RGB", (8, 8), (9, 9, 9)))
-    rows = {"id": ["a", "b"], "dimension": ["D1", "D1"], "image": [good, b"broken"], "question": ["q?"] * 2,
-            "options": [OPTIONS] * 2, "answer": ["A"] * 2}
-    docs = [d for d in ablation(datasets.Dataset.from_dict(rows)) if d["id"] == "a"]
-    swap = next(d for d in docs if d["condition"] == "swap_same")
-    assert swap["image_from"] == "b" and swap["image_error"].startswith("swap partner b: unreadable image (")
-    record = process_results(swap, ["<answer>A</answer>"])["acc_swap_same"]
-    assert not record["valid"] and record["reason"] == swap["image_error"]
-    original = next(d for d in docs if d["condition"] == "image")
-    assert process_results(original, ["<answer>A</answer>"])["acc_image"]["valid"]
+    rows = {"id": ["a", "b", "c"], "dimension": ["D1"] * 3, "image": [good, b"broken", good], "question": ["q?"] * 3,
+            "options": [OPTIONS] * 3, "answer": ["A"] * 3}
+    docs = ablation(datasets.Dataset.from_dict(rows))
+    assert set(docs["id"]) == set(docs["image_from"]) == {"a", "c"}
+    assert json.loads(docs[0]["accounting"])["dropped"] == {"unreadable image": 1}
+    assert all(process_results(doc, ["<answer>A</answer>"])[f"acc_{doc['condition']}" if doc["condition"] != "image"
+                                                            else "acc_image"]["valid"] for doc in docs)
 
 
 def test_a_model_that_cannot_use_the_image_is_reported_with_the_cause():
@@ -216,13 +216,15 @@ def score(doc: dict[str, Any], answer: str = "<answer>C</answer>") -> dict[str, 
 
 
 @pytest.mark.parametrize(("options", "reason"), [
-    ("Gland|Vessel|Nerve", "field 'options': 'Gland|Vessel|Nerve' is a str, not a list of option texts"),
-    ([f"o{n}" for n in range(27)], "field 'options': 27 options, more than the 26 letters A-Z"),
-    ([], "field 'options': empty"), (["x", " ", "y"], "field 'options': option B empty"),
+    ("Gland|Vessel|Nerve", "field 'options' is a str, not a list of option texts (got 'Gland|Vessel|Nerve')"),
+    ([f"o{n}" for n in range(27)], "field 'options' has more options than the 26 letters A-Z (27 options)"),
+    ([], "field 'options' is empty"), (["x", " ", "y"], "field 'options' has an empty option (option B)"),
 ])
-def test_options_that_cannot_be_lettered_make_the_item_invalid_not_the_run(options, reason):
-    """The prompt still renders (without choices); the record names the problem."""
+def test_options_that_cannot_be_lettered_are_a_data_fault_and_never_fail_the_run(options, reason):
+    """vqa_docs drops such an item with the problem (item_problem); a document that did not come through it still
+    renders (without choices) and scores invalid naming the problem, never raising."""
     doc = {**MCQ, "options": options}
+    assert item_problem({**doc, "answer_format": "mcq"}) == reason
     prompt = doc_to_text(doc)
     assert "Which structure?" in prompt and "\nA. " not in prompt
     record = score(doc)
@@ -236,9 +238,7 @@ def test_options_given_as_one_string_are_not_split_into_characters():
         "options": ["Gland|Vessel", "Nerve|Duct"], "answer": ["A", "B"], "dimension": ["D1"] * 2,
         "source": ["x"] * 2}))
     assert docs["options"] == [[], []] and docs[0]["image"].size == (4, 4)
-    assert docs["doc_error"][0] == "field 'options': 'Gland|Vessel' is a str, not a list of option texts"
-    record = process_results({**docs[0], "condition": "text"}, ["<answer>A</answer>"])["acc_text"]
-    assert (record["valid"], record["reason"]) == (False, docs["doc_error"][0])
+    assert docs["doc_error"][0] == "field 'options' is a str, not a list of option texts (got 'Gland|Vessel')"
 
 
 def test_an_option_cannot_inject_an_option_line():
@@ -262,17 +262,13 @@ def test_an_empty_question_is_an_invalid_item(question):
     assert (record["valid"], record["reason"]) == (False, "field 'question': empty")
 
 
-def test_a_lowercase_reference_letter_names_its_option_in_scoring_and_in_the_warning():
-    """'c' is C for the converter, the warning count and the scorer alike; 'e' of four options is none."""
+def test_a_lowercase_reference_letter_names_its_option_in_scoring_and_in_the_item_check():
+    """'c' is C for the converter, the item check and the scorer alike; 'e' of four options is none; a list or a
+    number never becomes a letter by its Python text."""
     assert [letter_answer(a, 4) for a in ("c", "(c)", " C ", "e", "c) Nerve")] == ["C", "C", "C", None, None]
-    messages: list[str] = []
-    sink = logger.add(messages.append, level="WARNING")
-    try:
-        report_unmapped([letter_answer(a, 4) for a in ("c", "B")], dataset="x")
-        report_unmapped([letter_answer(a, 4) for a in ("c", "e")], dataset="y")
-    finally:
-        logger.remove(sink)
-    assert len(messages) == 1 and "y: 1 of 2 items" in messages[0]
+    assert [letter_answer(a, 4) for a in (["A"], 1, None, b"A")] == [None] * 4
+    assert item_problem({**MCQ, "answer": "c"}) == ""
+    assert item_problem({**MCQ, "answer": "e"}).startswith("field 'answer' is not one of the option letters (")
     record = score({**MCQ, "answer": "c"})
     assert (record["valid"], record["correct"], record["reference"]) == (True, True, "C")
 
@@ -339,9 +335,10 @@ def records(out: Path, task: str) -> list[dict[str, Any]]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("write", [write_with_datasets, write_with_pyarrow])
-def test_every_bad_row_is_evaluated_with_its_reason_through_lmms_eval(tmp_path, write):
-    """pathbind_vqa and its ablations from a PATHBIND_DATA copy: every row is evaluated, acc_image is over all
-    items (none lost to a repeated id), each bad row carries its reason, and peak memory stays under 4 GB."""
+def test_every_bad_row_is_evaluated_or_dropped_with_its_reason_through_lmms_eval(tmp_path, write):
+    """pathbind_vqa and its ablations from a PATHBIND_DATA copy: every row is evaluated or, when its data is at
+    fault, dropped from every condition and counted by reason (never charged to the model as invalid); no item is
+    lost to a repeated id, no swap shows a dropped image, and peak memory stays under 4 GB."""
     rows = bad_rows()
     (tmp_path / "data" / "pathbind_vqa").mkdir(parents=True)
     write(tmp_path / "data" / "pathbind_vqa" / "test.parquet", rows)
@@ -349,24 +346,15 @@ def test_every_bad_row_is_evaluated_with_its_reason_through_lmms_eval(tmp_path, 
                        launcher=measured(tmp_path, [str(BIN / "lmms_eval")]),
                        env={"PATHBIND_DATA": str(tmp_path / "data")})
     assert int((tmp_path / "maxrss").read_text()) * 1024 < 4 * 2**30
-    ids = {"dup", "dup#3", "dup#2", "lower", "deep", "trunc", "huge", "corrupt", "many", "inject", "blank", "none",
-           "ok"}
+    ids = {"dup", "dup#3", "dup#2", "lower", "deep", "inject", "ok"}
+    dropped = {"unreadable image": 2, "image too large": 1, "field 'question' is empty": 1,
+               "field 'question' is missing": 1, "field 'options' has more options than the 26 letters A-Z": 1}
     for task, conditions in (("pathbind_vqa", ("image", "text")), ("pathbind_vqa_ablation", ABLATIONS)):
-        assert metric(result, task, "accounting") == {"rows": len(rows), "evaluated": len(rows), "dropped": {}}
+        assert metric(result, task, "accounting") == {"rows": len(rows), "evaluated": len(ids), "dropped": dropped}
         logged = records(result["out"], task)
-        assert {r["id"] for r in logged} == ids and len(logged) == len(rows) * len(conditions)
+        assert {r["id"] for r in logged} == ids and len(logged) == len(ids) * len(conditions)
         image = [r for r in logged if r["condition"] == "image"]
         assert metric(result, task, "acc_image") == pytest.approx(100 * np.mean([r["correct"] for r in image]))
-        reason = {r["id"]: r["reason"] for r in image}
-        assert reason["trunc"].startswith("unreadable image (truncated file;")
-        assert reason["huge"].startswith("image too large (12000x12000")
-        assert reason["corrupt"] == ("unreadable image (UnidentifiedImageError: cannot identify image file "
-                                     "(embedded bytes))")
-        assert reason["many"] == "field 'options': 27 options, more than the 26 letters A-Z"
-        assert reason["blank"] == reason["none"] == "field 'question': empty"
-        valid = {r["id"] for r in image if r["valid"]}
-        assert {"dup", "dup#2", "dup#3", "lower", "deep", "inject", "ok"} <= valid
+        assert all(r["valid"] for r in image) and metric(result, task, "invalid_rate") == 0
     swaps = [r for r in records(result["out"], "pathbind_vqa_ablation") if r["condition"].startswith("swap_")]
-    broken = [r for r in swaps if r["image_from"] in ("trunc", "huge", "corrupt") and r["id"] != r["image_from"]]
-    assert broken and all(not r["valid"] and r["reason"].startswith(f"swap partner {r['image_from']}: ")
-                          for r in broken)
+    assert swaps and {r["image_from"] for r in swaps} <= ids

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import datasets
 import numpy as np
 import pytest
@@ -101,8 +103,9 @@ def test_unknown_conditions_are_rejected_with_the_known_ones():
         with_conditions(("image", "blurr_4"))
 
 
-def test_an_unreadable_image_becomes_an_invalid_item_not_a_crash():
-    """Corrupt image bytes: the doc still loads (placeholder), and scoring reports the error as its reason."""
+def test_an_unreadable_image_drops_its_item_from_every_condition_not_the_run():
+    """Corrupt image bytes: a fault of the data, so the item is in no condition (not an invalid answer under the
+    image condition only, which would lower acc_image and MG) and counted in the ledger by reason."""
     from pathbind_tasks.common.vqa import process_results
 
     good = tiles(n_per_key=1, keys=("D1",)).cast_column("image", datasets.Image(decode=False))
@@ -111,11 +114,12 @@ def test_an_unreadable_image_becomes_an_invalid_item_not_a_crash():
     features = datasets.Features({"id": datasets.Value("string"), "dimension": datasets.Value("string"),
                                   "image": datasets.Image()})
     docs = list(with_conditions(("image", "text"))(datasets.Dataset.from_list(rows, features=features)))
-    bad_image, bad_text = (d for d in docs if d["id"] == "bad")
-    assert bad_image["image"].size == (32, 32)
-    assert bad_image["image_error"].startswith("unreadable image (UnidentifiedImageError")
+    assert [(d["id"], d["condition"]) for d in docs] == [("ok", "image"), ("ok", "text")]
+    assert "image_error" not in docs[0]
+    assert json.loads(docs[0]["accounting"]) == {"task": None, "rows": 2, "kept": 1,
+                                                 "dropped": {"unreadable image": 1}}
     mcq = {"options": ["x", "y"], "answer": "A", "question": "?"}
-    scored = process_results({**bad_image, **mcq}, ["<answer>A</answer>"])["acc_image"]
-    assert not scored["valid"] and scored["reason"] == bad_image["image_error"]
-    assert scored["task"] is None  # named only when an lmms-eval task calls process_results
-    assert process_results({**bad_text, **mcq}, ["<answer>A</answer>"])["acc_text"]["correct"]
+    scored = process_results({**docs[0], **mcq}, ["<answer>A</answer>"])["acc_image"]
+    assert scored["valid"] and scored["task"] is None  # named only when an lmms-eval task calls process_results
+    with pytest.raises(ValueError, match=r"every one of the 1 items has a fault of the data \(unreadable image: 1"):
+        with_conditions(("image", "text"))(datasets.Dataset.from_list(rows[1:], features=features))

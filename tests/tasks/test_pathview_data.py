@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
 from collections import Counter
 from pathlib import Path
 
@@ -125,7 +126,7 @@ def test_release_tasks_load_through_lmms_eval_from_pathbind_data(task_manager, r
     monkeypatch.setenv("PATHBIND_DATA", str(release))
     task = task_manager.load_task_or_group([name])[name]
     docs = list(task.test_docs())
-    assert len(docs) == 4 and all(doc["doc_error"] == "" for doc in docs)
+    assert len(docs) == 4 and all("doc_error" not in doc for doc in docs)
     for doc in docs[:2]:
         assert "<answer>insufficient evidence</answer>" in task.doc_to_text(doc)
         assert task.doc_to_target(doc) not in (None, "")
@@ -134,7 +135,7 @@ def test_release_tasks_load_through_lmms_eval_from_pathbind_data(task_manager, r
 
 def test_release_with_image_files_and_a_bad_row(task_manager, tmp_path, monkeypatch):
     """Images given by file name resolve under <root>/pathview/images/; a missing file, a bad box and a stated
-    size that is not the file's are invalid items with their reasons, not failures."""
+    size that is not the file's are faults of the data: dropped with their reasons, counted, never scored."""
     folder = tmp_path / "pathview"
     (folder / "images").mkdir(parents=True)
     Image.new("RGB", (40, 30), (230, 180, 220)).save(folder / "images" / "a.png")
@@ -149,14 +150,15 @@ def test_release_with_image_files_and_a_bad_row(task_manager, tmp_path, monkeypa
     datasets.Dataset.from_list(rows).to_parquet(str(folder / "region_ogd.parquet"))
     monkeypatch.setenv("PATHBIND_DATA", str(tmp_path))
     task = task_manager.load_task_or_group(["pathview_region_ogd"])["pathview_region_ogd"]
-    docs = {doc["id"]: doc for doc in task.test_docs()}
-    assert docs["a"]["doc_error"] == docs["a"]["image_error"] == ""
-    assert "unreadable image" in docs["b"]["image_error"]
-    assert "field 'boxes': box 1 of 1 [50, 1, 60, 20]: box lies outside the image" in docs["c"]["doc_error"]
-    assert docs["d"]["doc_error"] == "width x height 80x60 disagrees with the image's 40x30"
-    answer = ["<answer>[1, 1, 20, 20]</answer>"]
-    records = [task.process_results({k: v for k, v in docs[i].items() if k != "image"}, answer) for i in "abcd"]
-    assert [r["dice"]["outcome"] for r in records] == ["answered", "invalid", "invalid", "invalid"]
+    docs = list(task.test_docs())
+    assert [doc["id"] for doc in docs] == ["a"]
+    ledger = json.loads(docs[0]["accounting"])
+    assert (ledger["rows"], ledger["kept"]) == (4, 1)
+    assert ledger["dropped"] == {"image file not found": 1, "width x height disagrees with the image's size": 1,
+                                 "field 'boxes' has a box that cannot be drawn on the image": 1}
+    record = task.process_results({k: v for k, v in docs[0].items() if k != "image"},
+                                  ["<answer>[1, 1, 20, 20]</answer>"])
+    assert record["dice"]["outcome"] == "answered"
 
 
 def test_release_tasks_stop_before_any_model_call_without_pathbind_data(task_manager, monkeypatch):
