@@ -85,10 +85,12 @@ def _add(judge: Judge, record: dict[str, Any], where: str, seen_at: dict[str, st
 
 
 def _ledger_rows(value: Any) -> int | None:
-    # The task's accounting ledger (pathbind_tasks.common.accounting) says how many rows its data file has.
+    # The task's accounting ledger (pathbind_tasks.common.accounting) says how many items its data gave: the rows
+    # kept (a row dropped as a fault of the data is never judged, whatever the --limit), else all rows read.
     try:
-        rows = json.loads(value)["rows"]
-    except (TypeError, ValueError, KeyError):
+        ledger = json.loads(value)
+        rows = ledger["kept"] if isinstance(ledger.get("kept"), int) else ledger["rows"]
+    except (TypeError, ValueError, KeyError, AttributeError):
         return None
     return rows if isinstance(rows, int) else None
 

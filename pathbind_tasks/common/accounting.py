@@ -95,7 +95,8 @@ def fault_reason(problem: str) -> str:
 
 def without_faults(docs: datasets.Dataset, label: str) -> datasets.Dataset:
     """``docs`` without the rows whose data is at fault (a non-empty ``doc_error`` or ``image_error``), each dropped
-    in the open ledger by :func:`fault_reason`, the first logged with its detail; the fault columns removed.
+    in the open ledger by :func:`fault_reason`, the first of each reason logged with its detail; the fault columns
+    removed.
 
     Raises when no row is left: the data cannot be evaluated at all, an error before any model call.
     """
@@ -105,14 +106,14 @@ def without_faults(docs: datasets.Dataset, label: str) -> datasets.Dataset:
     problems = [next((p for p in values if p), "") for values in zip(*(docs[c] for c in columns), strict=True)]
     faults = Counter(fault_reason(p) for p in problems if p)
     if faults:
-        first = next(i for i, p in enumerate(problems) if p)
-        example = f"first: {docs['id'][first]!r}: {problems[first]}"  # the column, not the row: no image decoded
-        summary = ", ".join(f"{reason}: {n}" for reason, n in faults.most_common())
+        ids = docs["id"]  # the column, not the rows: no image is decoded
+        first = {fault_reason(p): f"{ids[i]!r}: {p}" for i, p in reversed(list(enumerate(problems))) if p}
+        summary = "; ".join(f"{reason}: {n} (first {first[reason]})" for reason, n in faults.most_common())
         if sum(faults.values()) == len(docs):
-            raise ValueError(f"{label}: every one of the {len(docs)} items has a fault of the data ({summary}; "
-                             f"{example}); nothing to evaluate")
+            raise ValueError(f"{label}: every one of the {len(docs)} items has a fault of the data, nothing to "
+                             f"evaluate ({summary})")
         logger.warning(f"{label}: {sum(faults.values())} of {len(docs)} items dropped for faults of the data "
-                       f"({summary}; {example}); see 'accounting'")
+                       f"({summary}); see 'accounting'")
         for reason, n in faults.items():
             drop(reason, n)
         docs = docs.select([i for i, p in enumerate(problems) if not p])

@@ -65,7 +65,8 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     if wanted is not None:
         selected = [row for row in dataset if str(row["id"]) in wanted]
     else:
-        selected = [row for row in dataset if is_pathology(text_or_empty(row["question"]))]
+        # a question that is not text cannot be selected by its words: kept, so its fault is named and counted
+        selected = [row for row in dataset if not isinstance(row["question"], str) or is_pathology(row["question"])]
     drop(f"not listed in {ID_LIST}" if wanted is not None else "not a pathology question",
          len(dataset) - len(selected))
     root = image_root(DATA_NAME, dataset=DATASET, cache_dir=HUB_CACHE)

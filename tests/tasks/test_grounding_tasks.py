@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
+import zipfile
 from pathlib import Path
 
 import datasets
 import numpy as np
 import pytest
 from conftest import BIN, lmms_eval, metric, run
+from loguru import logger
 from PIL import Image
 
+from pathbind import make_plugin_manager
+from pathbind.catalog import plugin_tasks, read_task_yaml
+from pathbind.data import apply_data_root
 from pathbind.requests import AttentionResponse
 from pathbind_metrics import grounding
 from pathbind_metrics import grounding_aggregations as ga
 from pathbind_tasks.common import grounding as grounding_task
 from pathbind_tasks.common.grounding import draw_alternatives, process_results
+from pathbind_tasks.pathvg import utils as pathvg
 
 
 def test_alternatives_are_other_expressions_of_the_same_split_and_never_change():
@@ -77,18 +84,33 @@ def test_aggregations_average_scored_items_and_bracket_them():
 # ----------------------------------------------------------------------------------------- data loaders
 
 
-def write_pathvg(root, images: dict[str, Image.Image]) -> None:
+def write_pathvg(root, images: dict[str, Image.Image], *, zipped: bool = False) -> None:
+    """The RefPath release: testA.jsonl (one record per box, ``expression`` a list, ``image`` under
+    refpath_image/) and the images as refpath_image/ or refpath_image.zip. Record 1 has two expressions; record 2
+    names an image the release lacks."""
     folder = root / "pathvg"
-    (folder / "images").mkdir(parents=True)
+    folder.mkdir(parents=True)
+    encoded = {}
     for name, image in images.items():
-        image.save(folder / "images" / f"{name}.png")
-    records = [{"image_id": "slide1.png", "height": 256, "width": 256, "bbox": [0, 0, 128, 128],
-                "expression": "adipocytes with large clear fat vacuoles"},
-               {"image_id": "slide2", "height": 256, "width": 256, "bbox": [128, 128, 256, 256],
-                "expression": "dense lymphocytic infiltrate of small dark nuclei"},
-               {"image_id": "missing.png", "height": 256, "width": 256, "bbox": [0, 0, 64, 64],
-                "expression": "enlarged hyperchromatic atypical nuclei"}]
-    (folder / "testA.json").write_text(json.dumps(records))
+        buffer = io.BytesIO()
+        image.save(buffer, format="JPEG")
+        encoded[f"refpath_image/{name}.jpg"] = buffer.getvalue()
+    if zipped:
+        with zipfile.ZipFile(folder / "refpath_image.zip", "w") as bundle:
+            for member, data in encoded.items():
+                bundle.writestr(member, data)
+    else:
+        for member, data in encoded.items():
+            (folder / member).parent.mkdir(exist_ok=True)
+            (folder / member).write_bytes(data)
+    records = [{"image_id": "slide1", "image": "refpath_image/slide1.jpg", "height": 256, "width": 256,
+                "bbox": [0, 0, 128, 128], "bbox_id": 11, "expression": ["adipocytes with large clear fat vacuoles"]},
+               {"image_id": "slide2", "image": "refpath_image/slide2.jpg", "height": 256, "width": 256,
+                "bbox": [128, 128, 256, 256], "bbox_id": 12,
+                "expression": ["dense lymphocytic infiltrate of small dark nuclei", "the sheet of lymphocytes"]},
+               {"image_id": "missing", "image": "refpath_image/missing.jpg", "height": 256, "width": 256,
+                "bbox": [0, 0, 64, 64], "bbox_id": 13, "expression": ["enlarged hyperchromatic atypical nuclei"]}]
+    (folder / "testA.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
 
 
 def write_pathbind_grounding(root, items: list[dict]) -> None:
@@ -102,7 +124,8 @@ def write_pathbind_grounding(root, items: list[dict]) -> None:
 
 @pytest.mark.slow
 def test_release_layouts_load_through_lmms_eval(tmp_path):
-    """PathVG's JSON + image folder and PathBind-Grounding's parquet both run; a missing image is one lost item."""
+    """PathVG's JSON Lines + refpath_image/ and PathBind-Grounding's parquet both run: one item per expression,
+    each prompt and entity the expression's text (never the list's), a missing image dropped and counted."""
     from pathbind_tasks.demo.grounding_synth import grounding_items
 
     items = grounding_items(6, seed=3)
@@ -110,17 +133,65 @@ def test_release_layouts_load_through_lmms_eval(tmp_path):
     write_pathbind_grounding(tmp_path / "data", items)
     result = lmms_eval(tmp_path, "pathbind_control", "pathvg_testa,pathbind_grounding",
                        env={"PATHBIND_DATA": str(tmp_path / "data")})
+    assert metric(result, "pathvg_testa", "accounting") == {"rows": 4, "evaluated": 3,
+                                                             "dropped": {"image file not found": 1}}
     lost = metric(result, "pathvg_testa", "lost_items")
-    assert lost["items"] == 3 and lost["scored"] == 2
-    assert any("missing.png" in reason for reason in lost)
+    assert lost["items"] == 3 and lost["scored"] == 3
+    samples = [json.loads(line) for path in result["out"].rglob("*_pathvg_testa.jsonl")
+               for line in path.read_text().splitlines()]
+    assert sorted(s["lost_items"]["id"] for s in samples) == ["testA-11-0", "testA-12-0", "testA-12-1"]
     assert metric(result, "pathbind_grounding_testa", "lost_items")["items"] == 4
     assert metric(result, "pathbind_grounding_testb", "lost_items")["items"] == 2
 
 
-def test_pathvg_without_data_fails_before_any_model_call(tmp_path):
-    done = run([str(BIN / "lmms_eval"), "--model", "pathbind_blind", "--tasks", "pathvg_testb",
-                "--output_path", str(tmp_path / "out")], cwd=tmp_path, env={"PATHBIND_DATA": ""})
-    assert "PATHBIND_DATA" in done.stdout + done.stderr and not list((tmp_path / "out").rglob("*_results.json"))
+def test_pathvg_expressions_expand_one_item_each_and_faults_are_named():
+    """expression lists become one item per text, ids <split>-<bbox_id>-<k>; a plain string is one item; an empty
+    list, a number or a dict is a fault naming the field and its type."""
+    records = [{"bbox_id": 5, "expression": ["a", "b"]}, {"bbox_id": 6, "expression": "c"},
+               {"bbox_id": 7, "expression": []}, {"bbox_id": 8, "expression": [3]},
+               {"bbox_id": 9, "expression": {"t": 1}}]
+    items = pathvg.expressions(records, "testB")
+    assert [(i["id"], i["expression"]) for i in items] == [
+        ("testB-5-0", "a"), ("testB-5-1", "b"), ("testB-6-0", "c"), ("testB-7-0", None), ("testB-8-0", None),
+        ("testB-9-0", None)]
+    assert [i["doc_error"] for i in items[3:]] == ["field 'expression' is an empty list (got [])",
+                                                   "field 'expression' is a int, not text (got 3)",
+                                                   "field 'expression' is a dict, not text (got {'t': 1})"]
+
+
+def test_pathvg_reads_the_release_zip_and_checks_the_papers_counts(tmp_path, monkeypatch):
+    """refpath_image.zip is unpacked once into datasets' cache; a split whose expression count is not the paper's
+    says so; the specificity documents need no image."""
+    from pathbind_tasks.demo.grounding_synth import grounding_items
+
+    items = grounding_items(2, seed=3)
+    write_pathvg(tmp_path / "data", {"slide1": items[0]["image"], "slide2": items[1]["image"]}, zipped=True)
+    monkeypatch.setenv("PATHBIND_DATA", str(tmp_path / "data"))
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    raw = datasets.load_dataset("json", data_files={"test": str(tmp_path / "data" / "pathvg" / "testA.jsonl")},
+                                split="test")
+    messages: list[str] = []
+    sink = logger.add(messages.append, level="WARNING")
+    try:
+        docs = pathvg.testa(raw)
+    finally:
+        logger.remove(sink)
+    assert list(docs["id"]) == ["testA-11-0", "testA-12-0", "testA-12-1"] and docs[0]["image"].size == (256, 256)
+    prompts = [grounding_task.doc_to_text(doc) for doc in docs.remove_columns("image")]
+    assert "the sheet of lymphocytes" in prompts[2] and not any("['" in prompt for prompt in prompts)
+    assert len(list((tmp_path / "cache" / "pathbind_unpacked").iterdir())) == 1
+    assert any("4 expressions, the full release has 1,342" in message for message in messages)
+    assert list(pathvg.specificity_testa(raw)["id"]) == ["testA-11-0", "testA-12-0", "testA-12-1", "testA-13-0"]
+
+
+def test_pathvg_reads_the_public_hub_release_by_default(monkeypatch):
+    """No PATHBIND_DATA: the tasks load fengluo/RefPath's JSON Lines (a public release, not a gated one)."""
+    monkeypatch.delenv("PATHBIND_DATA", raising=False)
+    for name, split in (("pathvg_testa", "testA"), ("pathbind_pathvg_specificity_testb", "testB")):
+        path = next(e.yaml_path for e in plugin_tasks(make_plugin_manager()) if e.name == name)
+        config = apply_data_root(read_task_yaml(path))
+        assert config["dataset_path"] == "fengluo/RefPath"
+        assert config["dataset_kwargs"]["data_files"] == {"test": f"{split}.jsonl"}
 
 
 # ----------------------------------------------------------------------------------------- pathbind pairs

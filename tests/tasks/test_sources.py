@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import zipfile
 from pathlib import Path
 from typing import Any
 
 import datasets
+import pandas as pd
 import pytest
 from conftest import lmms_eval, metric
+from loguru import logger
 from PIL import Image
 
 from pathbind import make_plugin_manager
 from pathbind.catalog import plugin_tasks, read_task_yaml
 from pathbind.data import apply_data_root
 from pathbind_tasks.common.raw import letter_answer, strip_letter_prefixes, text_answer, yes_no
-from pathbind_tasks.common.vqa import process_results
 from pathbind_tasks.medxpert_path import utils as medxpert
 from pathbind_tasks.omnimed_bright import utils as omnimed
 from pathbind_tasks.path_vqa import utils as path_vqa
@@ -60,18 +63,41 @@ def write_path_vqa(folder: Path) -> Path:
         "answer": ["yes", "liver", "no", "Yes"]})
 
 
-def write_quilt_vqa(folder: Path, **extra: list[Any]) -> Path:
-    """wisdomik/Quilt_VQA (data/train-*.parquet): image, question, answer, answer_type, context; split train.
+QUILT_RECORDS = [  # quiltvqa_test_w_ans.json: a sentence answer, and the label the official evaluation reads
+    {"id": 100, "image": "q0.jpg", "question": "Is this a granuloma?", "answer_type": "CLOSED",
+     "answer": "Yes, a caseating granuloma with giant cells.", "yes_no_answer": "yes", "context": "narrator text"},
+    {"id": 101, "image": "q1.jpg", "question": "What is seen here?", "answer_type": "OPEN",
+     "answer": "A caseating granuloma.", "yes_no_answer": "", "context": "narrator text"},
+    {"id": 102, "image": "q2.jpg", "question": "Are there mitoses?", "answer_type": "CLOSED",
+     "answer": "No. The nuclei are bland and no mitoses are seen.", "yes_no_answer": "no", "context": ""},
+    {"id": 103, "image": "q3.jpg", "question": "Is it left or right?", "answer_type": "CLOSED",
+     "answer": "It is on the left side of the field.", "yes_no_answer": "", "context": ""},
+    {"id": 104, "image": "q4.jpg", "question": "Is this malignant?", "answer_type": "CLOSED",
+     "answer": "This is consistent with a benign process.", "yes_no_answer": "no", "context": ""},
+]
 
-    Closed-ended answers are sentences that open with the yes/no (the release's JSON also has yes_no_answer).
-    """
-    return write_parquet(folder / "train.parquet", {
-        "image": [{"bytes": png(20 * i), "path": f"{i}.jpg"} for i in range(4)],
-        "question": ["Is this a granuloma?", "What is seen here?", "Are there mitoses?", "Is it left or right?"],
-        "answer": ["Yes, a caseating granuloma with giant cells.", "A caseating granuloma.",
-                   "No. The nuclei are bland and no mitoses are seen.", "It is on the left side of the field."],
-        "answer_type": ["CLOSED", "OPEN", "CLOSED", "CLOSED"],
-        "context": ["narrator text"] * 4, **extra})
+
+def write_quilt_vqa(folder: Path, *, zipped: bool = False) -> Path:
+    """wisdomik/Quilt_VQA as the official evaluation reads it: quiltvqa_test_w_ans.json (a JSON list) and the
+    images of quilt_vqa.zip (members quilt_vqa/images/<name>), unpacked into images/ or left zipped."""
+    folder.mkdir(parents=True, exist_ok=True)
+    images = {record["image"]: jpeg(30 * i) for i, record in enumerate(QUILT_RECORDS)}
+    if zipped:
+        with zipfile.ZipFile(folder / "quilt_vqa.zip", "w") as bundle:
+            for name, data in images.items():
+                bundle.writestr(f"quilt_vqa/images/{name}", data)
+    else:
+        (folder / "images").mkdir(exist_ok=True)
+        for name, data in images.items():
+            (folder / "images" / name).write_bytes(data)
+    (folder / "quiltvqa_test_w_ans.json").write_text(json.dumps(QUILT_RECORDS, indent=2))
+    return folder / "quiltvqa_test_w_ans.json"
+
+
+def jpeg(shade: int, size: tuple[int, int] = (14, 9)) -> bytes:
+    buffer = io.BytesIO()
+    Image.new("RGB", size, (shade, 90, 200 - shade)).save(buffer, format="JPEG")
+    return buffer.getvalue()
 
 
 def pathmmu_item(no: int, answer: str = "B) Eosinophils", img: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -221,17 +247,26 @@ def test_path_vqa_keeps_its_yes_no_questions(tmp_path):
     assert docs[0]["image"].size == (12, 10) and docs["dimension"] == [None] * 3
 
 
-def test_quilt_vqa_keeps_closed_questions_and_flags_a_closed_answer_that_is_not_yes_no(tmp_path):
-    """OPEN rows are dropped; the label opens the answer sentence; a CLOSED answer with none keeps its text."""
-    docs = quilt_vqa.convert(load("parquet", write_quilt_vqa(tmp_path), split="train"))
-    assert docs["id"] == ["quilt_vqa-0", "quilt_vqa-2", "quilt_vqa-3"]
-    assert docs["answer"] == ["yes", "no", "It is on the left side of the field."]
+@pytest.mark.parametrize("zipped", [False, True])
+def test_quilt_vqa_reads_the_release_json_and_its_label_field(tmp_path, monkeypatch, zipped):
+    """OPEN rows are dropped; the label is yes_no_answer (a sentence that opens with neither is still labelled);
+    a CLOSED item without a label is dropped and counted, never scored invalid; images resolve from the data
+    folder or its quilt_vqa.zip."""
+    monkeypatch.setenv("PATHBIND_DATA", str(tmp_path))
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "cache"))
+    docs = quilt_vqa.full(load("json", write_quilt_vqa(tmp_path / "quilt_vqa", zipped=zipped)))
+    images = [doc for doc in docs if doc["condition"] == "image"]
+    assert [doc["id"] for doc in images] == ["quilt_vqa-100", "quilt_vqa-102", "quilt_vqa-104"]
+    assert [doc["answer"] for doc in images] == ["yes", "no", "no"] and images[0]["image"].size == (14, 9)
+    assert json.loads(images[0]["accounting"])["dropped"] == {"answer_type is not CLOSED": 1, quilt_vqa.UNLABELLED: 1}
 
 
-def test_quilt_vqa_prefers_the_yes_no_answer_field(tmp_path):
-    """Where the data carries the release's yes_no_answer, that label wins over the sentence."""
-    path = write_quilt_vqa(tmp_path, yes_no_answer=["no", None, "yes", "No"])
-    assert quilt_vqa.convert(load("parquet", path, split="train"))["answer"] == ["no", "yes", "no"]
+def test_quilt_vqa_without_the_label_field_follows_the_official_rule():
+    """Without yes_no_answer (the hub parquet) an answer must itself be yes or no: a sentence is unlabelled."""
+    assert quilt_vqa.closed_label("Yes.") == "yes" and quilt_vqa.closed_label("Yes, a granuloma.") is None
+    assert quilt_vqa.closed_label("Yes, a granuloma.", "no", has_label_field=True) == "no"
+    assert quilt_vqa.closed_label("yes", None, has_label_field=True) is None
+    assert quilt_vqa.closed_label(["yes"]) is None  # never the yes of a stringified list
 
 
 @pytest.mark.parametrize("indent", [None, 2])
@@ -249,14 +284,19 @@ def test_pathmmu_reads_data_json_with_the_yaml_loader_settings(data_root, indent
                                                     "EduContent-test_tiny-9"]
 
 
-def test_pathmmu_items_with_a_bad_answer_or_a_missing_image_stay_in(data_root):
-    """"F) Basophils" of four options keeps its raw text; an image absent from images/ is named by the check."""
-    docs = pathmmu.test_full(load("json", write_pathmmu(data_root / "pathmmu"), **pathmmu_load_kwargs()))
-    by_id = {d["id"]: d for d in docs if d["condition"] == "image"}
-    assert by_id["PubMed-test-3"]["answer"] == "F) Basophils"
-    assert "absent.jpg" in by_id["PathCLS-test-6"]["image_error"]
-    assert str(data_root / "pathmmu" / "images") in by_id["PathCLS-test-6"]["image_error"]
-    assert by_id["PubMed-test-2"]["image_error"] == ""
+def test_pathmmu_items_with_a_bad_answer_or_a_missing_image_are_dropped_and_counted(data_root, capsys):
+    """"F) Basophils" of four options and an image absent from images/ are faults of the data: both items leave
+    every condition, counted by reason, the missing file named in the log."""
+    messages: list[str] = []
+    sink = logger.add(messages.append, level="WARNING")
+    try:
+        docs = pathmmu.test_full(load("json", write_pathmmu(data_root / "pathmmu"), **pathmmu_load_kwargs()))
+    finally:
+        logger.remove(sink)
+    assert "PubMed-test-3" not in docs["id"] and "PathCLS-test-6" not in docs["id"]
+    assert json.loads(docs[0]["accounting"])["dropped"] == {
+        "field 'answer' is not one of the option letters": 1, "image file not found": 1}
+    assert any(str(data_root / "pathmmu" / "images" / "absent.jpg") in message for message in messages)
 
 
 def test_pathmmu_read_in_blocks_fails_with_the_fix(data_root):
@@ -275,7 +315,7 @@ def test_medxpert_path_selects_pathology_questions_and_strips_the_answer_choices
     assert first["options"] == ["Adenocarcinoma", "Carcinoid tumor", "Lymphoma", "Leiomyoma", "GIST"]
     assert first["answer"] == "B" and first["image"].size == (20, 10)
     assert docs[1]["image"].size == (2 * 768 * 2 + 16, 768)
-    assert docs[2]["answer"] == "F"  # a sixth option of five: kept raw, so the scorer counts it invalid
+    assert docs[2]["answer"] == "F"  # a sixth option of five: kept raw, so vqa_docs drops it (a data fault)
 
 
 def test_medxpert_path_follows_an_id_list_when_one_is_given(data_root):
@@ -290,7 +330,7 @@ def test_omnimed_bright_reads_release_records_of_differing_keys(data_root):
     assert docs["id"] == ["q1", "q3", "q4", "q5"]
     assert docs["answer"][:3] == ["B", "A", "D"] and docs["options"][1] == ["Normal tissue", "Adenocarcinoma"]
     assert docs["source"][0] == "OmniMedVQA/LC25000" and docs[0]["image"].size == (12, 10)
-    assert docs["answer"][3] == "Benign (not an option)"
+    assert docs["answer"][3] == "Benign (not an option)"  # dropped by vqa_docs: names no option
 
 
 def test_omnimed_bright_follows_an_id_list_when_one_is_given(data_root):
@@ -315,17 +355,18 @@ def test_pathbind_vqa_image_paths_resolve_against_the_data_folder(data_root):
                                             "options": [["u", "v"], ["u", "v"]], "answer": ["B", "A"],
                                             "dimension": ["D1", "D2"], "source": ["atlas", "atlas"]}, ())
     docs = pathbind_vqa.pta_full(load("parquet", folder / "test.parquet"))
-    assert docs[0]["image"].size == (12, 10) and docs["image_error"][0] == ""
-    assert "b.png" in docs["image_error"][2] and docs["condition"] == ["image", "text", "image", "text"]
+    assert docs[0]["image"].size == (12, 10) and docs["condition"] == ["image", "text"]
+    assert json.loads(docs[0]["accounting"])["dropped"] == {"image file not found": 1}
 
 
-def test_an_unreadable_embedded_image_is_kept_with_its_error(tmp_path):
-    """Corrupt bytes: the item stays, with the decoding error for the scorer; the others are untouched."""
+def test_an_unreadable_embedded_image_drops_its_item(tmp_path):
+    """Corrupt bytes: the item is dropped with the reason; the others are untouched."""
     path = write_parquet(tmp_path / "test.parquet", {"image": [{"bytes": b"not an image", "path": "x.jpg"},
                                                                {"bytes": png(1), "path": "y.jpg"}],
                                                      "question": ["a?", "b?"], "answer": ["yes", "no"]})
     docs = path_vqa.image_only(load("parquet", path))
-    assert docs["image_error"][0].startswith("unreadable image") and docs["image_error"][1] == ""
+    assert docs["id"] == ["path_vqa-test-1"]
+    assert json.loads(docs[0]["accounting"])["dropped"] == {"unreadable image": 1}
 
 
 def test_no_image_folder_at_all_fails_before_any_model_call(data_root, tmp_path, monkeypatch):
@@ -451,40 +492,109 @@ def test_blind_model_runs_a_yes_no_source_an_mcq_source_and_pathbind_vqa(cli_roo
         for name in ("acc_image", "invalid_rate") if task.endswith("_image") else ("acc_image", "acc_text", "mg",
                                                                                    "invalid_rate"):
             assert isinstance(metric(result, task, name), float), (task, name)
-    assert metric(result, "pathbind_path_vqa", "invalid_rate") == 0  # the blind control always answers yes or no
-    assert metric(result, "pathbind_medxpert_path", "invalid_rate") == pytest.approx(100 / 3)  # MM-4's label "F"
-    assert metric(result, "pathbind_vqa", "invalid_rate") == pytest.approx(100 / 3)  # pb-2's answer "Z"
-    assert metric(result, "pathbind_pathmmu_test_tiny_image", "invalid_rate") == 0
-    assert metric(result, "pathbind_quilt_vqa_think", "invalid_rate") == pytest.approx(100 / 3)  # "on the left"
+    for task in tasks:  # the blind control always answers in format; every bad reference is a data drop
+        assert metric(result, task, "invalid_rate") == 0, task
     assert metric(result, "pathbind_path_vqa", "accounting") == {
         "rows": 4, "evaluated": 3, "dropped": {"open-ended (answer is not yes or no)": 1}}
-    assert metric(result, "pathbind_medxpert_path", "accounting") == {
-        "rows": 4, "evaluated": 3, "dropped": {"not a pathology question": 1}}  # MM-2's CT scan
+    assert metric(result, "pathbind_medxpert_path", "accounting") == {  # MM-2's CT scan, MM-4's label "F"
+        "rows": 4, "evaluated": 2, "dropped": {"not a pathology question": 1,
+                                               "field 'answer' is not one of the option letters": 1}}
+    assert metric(result, "pathbind_vqa", "accounting")["dropped"] == {
+        "field 'answer' is not one of the option letters": 1}  # pb-2's answer "Z"
+    assert metric(result, "pathbind_quilt_vqa_think", "accounting") == {
+        "rows": 5, "evaluated": 3, "dropped": {"answer_type is not CLOSED": 1, quilt_vqa.UNLABELLED: 1}}
     log = next(result["out"].rglob("*medxpert_path.jsonl"))
-    records = [json.loads(line)["acc_image"] for line in log.read_text().splitlines()]
-    bad = [r for r in records if r["id"] == "MM-4"]
-    assert len(bad) == 2 and all(not r["valid"] and "'F'" in r["reason"] for r in bad)  # both conditions
+    assert "MM-4" not in {json.loads(line)["acc_image"]["id"] for line in log.read_text().splitlines()}
 
 
 @pytest.mark.slow
 def test_lmms_eval_dummy_model_runs_a_source_task(cli_root, tmp_path):
     """lmms-eval's built-in dummy model (always "A") runs pathbind_omnimed_bright from its PATHBIND_DATA copy."""
     result = lmms_eval(tmp_path, "dummy", "pathbind_omnimed_bright", env={"PATHBIND_DATA": str(cli_root)})
-    assert metric(result, "pathbind_omnimed_bright", "acc_image") == pytest.approx(25.0)  # q3 of four is A
-    assert metric(result, "pathbind_omnimed_bright", "invalid_rate") == pytest.approx(25.0)  # q5 answers no option
+    assert metric(result, "pathbind_omnimed_bright", "acc_image") == pytest.approx(100 / 3)  # q3 of three is A
+    assert metric(result, "pathbind_omnimed_bright", "invalid_rate") == 0
+    assert metric(result, "pathbind_omnimed_bright", "accounting")["dropped"] == {  # q2 is an X-ray; q5's answer
+        "modality is not Microscopy Images": 1, "field 'answer' is not one of the option letters": 1}
 
 
 
-def test_pathmmu_options_given_as_one_string_make_the_item_invalid_not_characters(data_root):
-    """A release whose options are one string ("A) x | B) y") has no agreed separator: each item is invalid with
-    the reason, never split into one option per character."""
+def test_pathmmu_options_given_as_one_string_are_a_data_fault_not_characters(data_root):
+    """A release whose options are one string ("A) x | B) y") has no agreed separator: the item is dropped naming
+    the field and its type, never split into one option per character."""
     folder = data_root / "pathmmu"
     (folder / "images").mkdir(parents=True, exist_ok=True)
     (folder / "images" / "img_1.jpg").write_bytes(png(20))
     item = {**pathmmu_item(1), "options": "A) Neutrophils | B) Eosinophils"}
-    (folder / "data.json").write_text(json.dumps({"PubMed": {"test": [item], "test_tiny": []}}))
+    (folder / "data.json").write_text(json.dumps({"PubMed": {"test": [item, pathmmu_item(2)], "test_tiny": []}}))
+    (folder / "images" / "img_2.jpg").write_bytes(png(40))
     docs = pathmmu.test_full(load("json", folder / "data.json", **pathmmu_load_kwargs()))
-    doc = next(d for d in docs if d["condition"] == "image")
-    assert doc["options"] == [] and "field 'options'" in doc["doc_error"] and "is a str" in doc["doc_error"]
-    record = process_results(doc, ["<answer>B</answer>"])["acc_image"]
-    assert not record["valid"] and record["reason"] == doc["doc_error"]
+    assert set(docs["id"]) == {"PubMed-test-2"}
+    assert json.loads(docs[0]["accounting"])["dropped"] == {"field 'options' is a str, not a list of option texts": 1}
+
+
+@pytest.mark.parametrize(("module", "field", "value", "reason"), [
+    (path_vqa, "question", ["is there necrosis?"], "field 'question' is a list, not text"),
+    (path_vqa, "answer", {"text": "yes"}, "field 'answer' is a dict, not text"),
+    (pathbind_vqa, "question", 7, "field 'question' is a int, not text"),
+    (pathbind_vqa, "options", [["Gland"], ["Vessel"]], "field 'options' has a list, not text"),
+    (pathbind_vqa, "dimension", 3.5, "field 'dimension' is a float, not text"),
+    (omnimed, "question", ["What?"], "field 'question' is a list, not text"),
+    (omnimed, "option_B", 12, "field 'option_B' is a int, not text"),
+    (medxpert, "question", ["A photomicrograph?"], "field 'question' is a list, not text"),
+    (medxpert, "options", {"A": "x", "B": ["y"]}, "field 'options' has a list, not text"),
+    (quilt_vqa, "question", ["Is this a granuloma?"], "field 'question' is a list, not text"),
+    (pathmmu, "question", ["Which cells?"], "field 'question' is a list, not text"),
+    (pathmmu, "answer", 2, "field 'answer' is a int, not text"),
+])
+def test_a_field_of_the_wrong_type_is_named_never_stringified(data_root, module, field, value, reason):
+    """Every source's text fields go through one rule (raw.text_field). A file types a column as a whole, so a
+    list, dict or number where text is expected is in every row: each item is a fault of the data and the task
+    stops before any model call naming the field and the type (never a prompt with a Python literal in it)."""
+    rows, loader = _release_rows(data_root, module)
+    with pytest.raises(ValueError, match=re.escape(reason)):
+        _convert_rows(data_root, module, [{**row, field: value} for row in rows], loader)
+
+
+def test_a_null_field_in_one_record_drops_that_item_naming_the_field(data_root):
+    """JSON records may leave a field null: that item is dropped as a fault of the data, the others run."""
+    rows = [dict(record) for record in QUILT_RECORDS]
+    rows[0]["question"] = None
+    docs = _convert_rows(data_root, quilt_vqa, rows, "json")
+    assert [doc["id"] for doc in docs] == ["quilt_vqa-102", "quilt_vqa-104"]
+    assert json.loads(docs[0]["accounting"])["dropped"]["field 'question' is missing"] == 1
+
+
+def _release_rows(data_root: Path, module: Any) -> tuple[list[dict[str, Any]], str]:
+    """The first rows of a source's fixture as the raw records its release holds."""
+    if module is path_vqa:
+        return load("parquet", data_root / "path_vqa" / "test.parquet").cast_column(
+            "image", datasets.Image(decode=False)).to_list(), "parquet"
+    if module is pathbind_vqa:
+        return load("parquet", data_root / "pathbind_vqa" / "test.parquet").cast_column(
+            "image", datasets.Image(decode=False)).to_list(), "parquet"
+    if module is pathmmu:
+        data = json.loads((data_root / "pathmmu" / "data.json").read_text())
+        return [data["PubMed"]["test"][0], data["EduContent"]["test"][0]], "pathmmu"
+    if module is quilt_vqa:
+        return [dict(record) for record in QUILT_RECORDS], "json"
+    name = {omnimed: "omnimed_bright/test.json", medxpert: "medxpert_path/test.jsonl"}[module]
+    text = (data_root / name).read_text()
+    records = json.loads(text) if name.endswith(".json") else [json.loads(line) for line in text.splitlines()]
+    return [r for r in records if r.get("modality_type", "Microscopy Images") == "Microscopy Images"
+            and r.get("id") != "MM-2"], "json"
+
+
+def _convert_rows(data_root: Path, module: Any, rows: list[dict[str, Any]], loader: str) -> datasets.Dataset:
+    """The module's image-only process_docs on ``rows``, written the way its release is (pandas for parquet)."""
+    if loader == "parquet":
+        path = data_root / "rows.parquet"
+        pd.DataFrame(rows).to_parquet(path)
+        raw = load("parquet", path)
+        return (module.vqa_image_only if module is pathbind_vqa else module.image_only)(raw)
+    if loader == "pathmmu":
+        (data_root / "pathmmu" / "data.json").write_text(json.dumps({"PubMed": {"test": rows, "test_tiny": []}}))
+        return pathmmu.test_image_only(load("json", data_root / "pathmmu" / "data.json", **pathmmu_load_kwargs()))
+    folder = {quilt_vqa: "quilt_vqa", omnimed: "omnimed_bright", medxpert: "medxpert_path"}[module]
+    path = data_root / folder / "rows.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return module.image_only(load("json", path))

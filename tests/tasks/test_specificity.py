@@ -18,7 +18,7 @@ from pathbind_tasks.pathvg import specificity as task
 
 GROUP = "pathbind_pathvg_specificity"
 TESTA, TESTB = f"{GROUP}_testa", f"{GROUP}_testb"
-BAD_EXPRESSION = "field 'expression': '' is not a non-empty text"
+EMPTY_EXPRESSION = "field 'expression' is empty"  # a fault of the data: the item is dropped, never judged
 
 # --------------------------------------------------------------------------------------------------- parsing
 
@@ -56,8 +56,7 @@ def test_parse_specificity(text: str, expected: Judgement) -> None:
 # --------------------------------------------------------------------------------------------------- the task
 
 def judge_doc(expression: Any, item: str = "testA-0", ledger: str = "L") -> dict[str, Any]:
-    return {"id": item, "split": item.split("-")[0], "expression": expression,
-            "doc_error": task.expression_problem(expression), "accounting": ledger}
+    return {"id": item, "split": item.split("-")[0], "expression": expression, "accounting": ledger}
 
 
 def test_prompt_is_figure_d7_with_the_expression_on_one_line_and_no_image() -> None:
@@ -74,8 +73,6 @@ def test_prompt_is_figure_d7_with_the_expression_on_one_line_and_no_image() -> N
 @pytest.mark.parametrize(("doc", "reply", "judgement", "reason"), [
     (judge_doc("tumor cells"), "<answer>Vague</answer>", "Vague", ""),
     (judge_doc("tumor cells"), "tumor cells are vague", None, NO_ANSWER_TAG),
-    (judge_doc(""), "<answer>Specific</answer>", None, BAD_EXPRESSION),  # never judged, whatever came back
-    (judge_doc(None), "<answer>Specific</answer>", None, "field 'expression': None is not a non-empty text"),
     (judge_doc("gland"), "[LMMS_EVAL_REQUEST_FAILED after 2 retries] Error code: 400 - <answer>Specific</answer>",
      None, "request failed after 2 retries: Error code: 400 - <answer>Specific</answer>"),
 ])
@@ -91,11 +88,10 @@ def test_aggregations_count_every_item_and_every_invalid_reason() -> None:
     replies = ["<answer>Specific</answer>", "<answer>Specific</answer>", "<answer>Vague</answer>", "Specific",
                "<answer>Specific</answer><answer>Vague</answer>"]
     records = [task.process_results(judge_doc("gland", f"testA-{i}"), [r])["judgements"] for i, r in enumerate(replies)]
-    records.append(task.process_results(judge_doc("", "testA-5"), ["<answer>Vague</answer>"])["judgements"])
-    assert task.judgements(records) == {"items": 6, "Specific": 2, "Vague": 1,
-                                        "invalid": {BAD_EXPRESSION: 1, CONFLICTING: 1, NO_ANSWER_TAG: 1}}
-    assert task.specific_rate(records) == pytest.approx(100 * 2 / 6)
-    assert task.invalid_rate(records) == pytest.approx(50.0)
+    assert task.judgements(records) == {"items": 5, "Specific": 2, "Vague": 1,
+                                        "invalid": {CONFLICTING: 1, NO_ANSWER_TAG: 1}}
+    assert task.specific_rate(records) == pytest.approx(100 * 2 / 5)
+    assert task.invalid_rate(records) == pytest.approx(40.0)
     assert not any(a in b for a in task.METRICS for b in task.METRICS if a != b)  # lmms-eval groups match substrings
 
 
@@ -107,7 +103,7 @@ TESTA_ITEMS = [
     ("nest of atypical cells in the upper left corner", "Specific", "Specific"),  # kept
     ("tumor cells", "Vague", "Vague"),
     ("cribriform gland in the centre", "Specific", "Vague"),  # one judge says Vague: not kept
-    ("", "Specific", "Specific"),  # no expression: never judged, whatever the server says
+    ("", "Specific", "Specific"),  # no expression: a fault of the data, dropped, never judged
     ("lymphocyte cluster along the lower border", "Specific", GARBAGE),
     ("necrotic focus at the right edge", CONFLICT, "Specific"),
     ("tumor cells", "Vague", "Vague"),  # the same words in another record: an item of its own
@@ -139,13 +135,15 @@ def judge_policy(received: Received) -> Reply:
 
 
 def write_pathvg(root: Path) -> Path:
-    """The PathVG release layout without its images (the judge never reads them)."""
+    """The PathVG release's testA.jsonl and testB.jsonl (one record per box, its expressions a list), without
+    the images (the judge never reads them). Record i has bbox_id i and one expression: ids <split>-<i>-0."""
     folder = root / "pathvg"
     folder.mkdir(parents=True)
     for split, items in (("testA", TESTA_ITEMS), ("testB", TESTB_ITEMS)):
-        records = [{"image_id": f"{split}_{i}.png", "height": 64, "width": 64, "bbox": [0, 0, 32, 32],
-                    "expression": expression} for i, (expression, *_) in enumerate(items)]
-        (folder / f"{split}.json").write_text(json.dumps(records))
+        records = [{"image_id": f"{split}_{i}", "image": f"refpath_image/{split}_{i}.jpg", "height": 64, "width": 64,
+                    "bbox": [0, 0, 32, 32], "bbox_id": i, "expression": [expression]}
+                   for i, (expression, *_) in enumerate(items)]
+        (folder / f"{split}.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records))
     return root
 
 
@@ -174,9 +172,9 @@ def test_the_judge_sees_each_expression_once_as_text_only(judged) -> None:
     judge (the failing one is not retried: 400), and no image at all."""
     for judge in JUDGES:
         requests = [received for received, _ in judged["log"] if received.body["model"] == judge]
-        assert len(requests) == len(TESTA_ITEMS) + len(TESTB_ITEMS)
+        assert len(requests) == len(TESTA_ITEMS) + len(TESTB_ITEMS) - 1  # the empty expression is dropped
         assert all(received.parts == ["text"] and not received.images for received in requests)
-        expressions = sorted(" ".join(e.split()) for e, *_ in [*TESTA_ITEMS, *TESTB_ITEMS])
+        expressions = sorted(" ".join(e.split()) for e, *_ in [*TESTA_ITEMS, *TESTB_ITEMS] if e)
         assert sorted(received.text for received in requests) == sorted(
             task.doc_to_text({"expression": expression}) for expression in expressions)
 
@@ -184,20 +182,21 @@ def test_the_judge_sees_each_expression_once_as_text_only(judged) -> None:
 @pytest.mark.slow
 def test_each_judgement_and_its_reason_reaches_the_log_and_the_metrics(judged) -> None:
     gpt = {record["id"]: record for record in logged(judged["runs"]["gpt"])}
-    assert list(gpt) == [f"testA-{i}" for i in range(7)] + [f"testB-{i}" for i in range(3)]
-    assert [gpt[f"testA-{i}"]["judgement"] for i in range(7)] == ["Specific", "Vague", "Specific", None, "Specific",
-                                                                  None, "Vague"]
-    assert gpt["testA-3"]["reason"] == BAD_EXPRESSION and gpt["testA-5"]["reason"] == CONFLICTING
-    assert gpt["testB-2"]["reason"].startswith("request failed after 1 retries: Error code: 400")
+    testa = [0, 1, 2, 4, 5, 6]  # record 3's expression is empty: dropped
+    assert list(gpt) == [f"testA-{i}-0" for i in testa] + [f"testB-{i}-0" for i in range(3)]
+    assert [gpt[f"testA-{i}-0"]["judgement"] for i in testa] == ["Specific", "Vague", "Specific", "Specific", None,
+                                                                 "Vague"]
+    assert gpt["testA-5-0"]["reason"] == CONFLICTING
+    assert gpt["testB-2-0"]["reason"].startswith("request failed after 1 retries: Error code: 400")
     results = judged["runs"]["gpt"]
-    assert metric(results, TESTA, "judgements") == {"items": 7, "Specific": 3, "Vague": 2,
-                                                         "invalid": {BAD_EXPRESSION: 1, CONFLICTING: 1}}
-    assert metric(results, TESTA, "specific_rate") == pytest.approx(100 * 3 / 7)
+    assert metric(results, TESTA, "judgements") == {"items": 6, "Specific": 3, "Vague": 2,
+                                                    "invalid": {CONFLICTING: 1}}
+    assert metric(results, TESTA, "specific_rate") == pytest.approx(100 * 3 / 6)
     assert metric(results, TESTB, "invalid_rate") == pytest.approx(100 / 3)
-    assert metric(results, TESTA, "accounting") == {"rows": 7, "evaluated": 7, "dropped": {}}
+    assert metric(results, TESTA, "accounting") == {"rows": 7, "evaluated": 6, "dropped": {EMPTY_EXPRESSION: 1}}
     gemini = judged["runs"]["gemini"]
-    assert metric(gemini, TESTA, "judgements") == {"items": 7, "Specific": 2, "Vague": 3,
-                                                   "invalid": {BAD_EXPRESSION: 1, NO_ANSWER_TAG: 1}}
+    assert metric(gemini, TESTA, "judgements") == {"items": 6, "Specific": 2, "Vague": 3,
+                                                   "invalid": {NO_ANSWER_TAG: 1}}
 
 
 def pathbind(cwd: Path, *args: str):
@@ -211,26 +210,27 @@ def test_filter_keeps_what_every_judge_calls_specific(judged, tmp_path) -> None:
     done = pathbind(tmp_path, "filter", "--specificity", *logs, "--out", str(tmp_path / "out"))
     assert done.returncode == 0, done.stderr
     out = tmp_path / "out"
-    assert (out / "kept_ids.txt").read_text().split() == ["testA-0", "testB-1"]
+    assert (out / "kept_ids.txt").read_text().split() == ["testA-0-0", "testB-1-0"]
     report = json.loads((out / "filter_report.json").read_text())
     assert report["flow"] == {
-        "testA": {"candidates": 7, "specific_by": {"gpt": 3, "gemini": 2}, "kept": 1, "vague": 3, "excluded": 3,
-                  "retention_percent": 14.3},
+        "testA": {"candidates": 6, "specific_by": {"gpt": 3, "gemini": 2}, "kept": 1, "vague": 3, "excluded": 2,
+                  "retention_percent": 16.7},
         "testB": {"candidates": 3, "specific_by": {"gpt": 1, "gemini": 2}, "kept": 1, "vague": 1, "excluded": 1,
                   "retention_percent": 33.3},
-        "Total": {"candidates": 10, "specific_by": {"gpt": 4, "gemini": 4}, "kept": 2, "vague": 4, "excluded": 4,
-                  "retention_percent": 20.0}}
+        "Total": {"candidates": 9, "specific_by": {"gpt": 4, "gemini": 4}, "kept": 2, "vague": 4, "excluded": 3,
+                  "retention_percent": 22.2}}
     assert report["not_in_any_log"] == {}
     rows = {row["id"]: row for row in csv.DictReader((out / "item_decisions.csv").open(encoding="utf-8"))}
-    assert rows["testA-2"]["decision"] == "vague" and rows["testA-2"]["reason"] == "Vague by gemini"
-    assert rows["testA-3"]["reason"] == f"gpt: invalid ({BAD_EXPRESSION}); gemini: invalid ({BAD_EXPRESSION})"
-    assert rows["testA-4"]["reason"] == f"gemini: invalid ({NO_ANSWER_TAG})"
-    assert (rows["testA-5"]["gpt_judgement"], rows["testA-5"]["gemini_judgement"]) == ("invalid", "Specific")
-    assert rows["testB-2"]["reason"].startswith("gpt: invalid (request failed after 1 retries: Error code: 400")
-    assert (rows["testA-0"]["expression"], rows["testA-0"]["reason"]) == (TESTA_ITEMS[0][0], "Specific by all 2 judges")
-    assert "| testA | 7 | 3 | 2 | 1 | 3 | 3 | 14.3 |" in done.stdout
-    assert "| **Total** | 10 | 4 | 4 | 2 | 4 | 4 | 20.0 |" in done.stdout
-    assert "warning: 4 item(s) excluded because a judge has no valid answer for them" in done.stderr
+    assert rows["testA-2-0"]["decision"] == "vague" and rows["testA-2-0"]["reason"] == "Vague by gemini"
+    assert "testA-3-0" not in rows  # dropped from the data: no judge saw it
+    assert rows["testA-4-0"]["reason"] == f"gemini: invalid ({NO_ANSWER_TAG})"
+    assert (rows["testA-5-0"]["gpt_judgement"], rows["testA-5-0"]["gemini_judgement"]) == ("invalid", "Specific")
+    assert rows["testB-2-0"]["reason"].startswith("gpt: invalid (request failed after 1 retries: Error code: 400")
+    assert (rows["testA-0-0"]["expression"], rows["testA-0-0"]["reason"]) == (TESTA_ITEMS[0][0],
+                                                                              "Specific by all 2 judges")
+    assert "| testA | 6 | 3 | 2 | 1 | 3 | 2 | 16.7 |" in done.stdout
+    assert "| **Total** | 9 | 4 | 4 | 2 | 4 | 3 | 22.2 |" in done.stdout
+    assert "warning: 3 item(s) excluded because a judge has no valid answer for them" in done.stderr
 
 
 # --------------------------------------------------------------------------------------------------- filter inputs
