@@ -46,9 +46,9 @@ def response_scorer(kind: str, metrics: tuple[str, ...], fields: dict[str, str],
                     lost: Callable[[str], Record]) -> Callable[[Record, list[str]], Record]:
     """A total ``process_results`` for tasks whose model answer is an encoded response (maps, scores).
 
-    ``score(doc, response)`` builds the item's record; a malformed row (its ``doc_error``), an unreadable image,
-    no answer (:func:`no_answer_reason`: the model's or backend's failure) or a response that cannot be decoded
-    gives ``lost(reason)`` instead, logged. The record carries the item id and the doc
+    ``score(doc, response)`` builds the item's record (rows whose data is at fault never get here: process_docs
+    drops them); no answer (:func:`no_answer_reason`: the model's or backend's failure) or a response that cannot
+    be decoded gives ``lost(reason)`` instead, logged. The record carries the item id and the doc
     columns ``fields`` names (record key -> column) and is emitted under every metric name.
     """
 
@@ -57,7 +57,7 @@ def response_scorer(kind: str, metrics: tuple[str, ...], fields: dict[str, str],
                 **{key: doc.get(column) for key, column in fields.items()}}
         text = results[0] if results else ""
         try:
-            problem = doc.get("doc_error") or doc.get("image_error") or no_answer_reason(text)
+            problem = no_answer_reason(text)
             if problem:
                 raise ValueError(problem)
             record = score(doc, text)

@@ -7,8 +7,8 @@ was annotated in this image, and hiding its box should lower the "Yes" margin. T
 attention from the expression's tokens in that same question. Schema: ``id``, ``image``, ``expression``,
 ``bbox`` ([x_min, y_min, x_max, y_max] pixels of ``width`` x ``height``), ``width``, ``height``, plus the column
 naming the item's subgroup for the permutation tests (``split``, testA or testB in any case, or ``pattern`` in the
-demo). A row that cannot be scored (a field, or a stated size that is not the image's) is a lost item with that
-reason (``doc_error``).
+demo). A row whose data is at fault (a field, an unreadable image, a stated size that is not the image's) is
+dropped and counted in ``accounting``, never a lost item.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def item_seed(doc_id: Any) -> int:
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
     """An occlusion request (``pathbind.requests``) for the item's presence question."""
     options = lmms_eval_specific_kwargs or {}
-    expression = str(doc["expression"] or "")  # a row without one is lost (doc_error)
+    expression = str(doc["expression"])  # a row without a text expression was dropped
     prompt = render_template("yesno", question=question(expression), thinking=False)
     return OcclusionRequest(prompt, OPTIONS, REFERENCE, entity=expression.strip().rstrip("."),
                             grid=int(options.get("grid", 16)), fill=str(options.get("fill", "mean")),

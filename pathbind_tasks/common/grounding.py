@@ -3,8 +3,8 @@
 Schema (after conversion): ``id``, ``image``, ``expression``, ``bbox`` ([x_min, y_min, x_max, y_max] in
 pixels of the image as ``width`` x ``height``), ``width``, ``height``, ``split``. ``process_docs`` adds
 ``alternatives``: the other expressions of the cross-query test, drawn with a fixed seed from the same split, so
-every model and run gets the same; and ``doc_error``: why a row cannot be scored (a field, or a stated size
-that is not the image's), which makes it a lost item with that reason.
+every model and run gets the same. A row whose data is at fault (a field, an unreadable image, a stated size that
+is not the image's) is dropped and counted in ``accounting``, never a lost item.
 """
 
 from __future__ import annotations
@@ -69,13 +69,13 @@ def doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
     """An attention request (see ``pathbind.requests``) for the true expression and its alternatives."""
     template = (lmms_eval_specific_kwargs or {}).get("template", "locate")
-    entities = [str(doc["expression"] or ""), *doc["alternatives"]]  # a row without one is lost (doc_error)
+    entities = [str(doc["expression"]), *doc["alternatives"]]  # a row without a text expression was dropped
     queries = tuple(Query(render_template(template, entity=entity), entity) for entity in entities)
     return AttentionRequest(queries, LAYER_SETS).encode()
 
 
 def _score(doc: dict[str, Any], response: str) -> dict[str, Any]:
-    decoded = AttentionResponse.decode(response)  # doc_error and no-answer responses never get here
+    decoded = AttentionResponse.decode(response)  # no-answer responses never get here
     return ga.item_record(decoded.maps, list(doc["bbox"]), (int(doc["width"]), int(doc["height"])),
                           view_box=decoded.view_box)
 

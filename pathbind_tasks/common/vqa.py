@@ -173,16 +173,13 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
                               "dimension": doc.get("dimension"), "source": doc.get("source"),
                               "image_from": doc.get("image_from"), "accounting": doc.get("accounting")}
     try:
-        if doc.get("doc_error"):
-            raise ValueError(doc["doc_error"])
-        if doc.get("image_error") and record["condition"] != "text":
-            raise ValueError(doc["image_error"])
         text = results[0] if results else ""
         if format_of(doc) not in JUDGES:
             raise ValueError(f"field 'answer_format': {format_of(doc)!r} is not one of {', '.join(JUDGES)}")
+        problem = item_problem(doc)  # only a document that did not come through vqa_docs can have one
+        if problem:
+            raise ValueError(problem)
         parsed, reference = JUDGES[format_of(doc)](doc, text)
-        if not str(doc.get("question") or "").strip():
-            raise ValueError("field 'question': empty")
         failure = no_answer_reason(text)
         parsed = None if failure else parsed
         record.update(reference=reference, parsed=parsed, valid=parsed is not None, correct=parsed == reference,

@@ -256,10 +256,14 @@ def test_a_multi_line_question_keeps_its_lines():
     assert "History: a mass.\nWhich structure?" in prompt
 
 
-@pytest.mark.parametrize("question", ["", "  \n", None])
-def test_an_empty_question_is_an_invalid_item(question):
+@pytest.mark.parametrize(("question", "reason"), [
+    ("", "field 'question' is empty"), ("  \n", "field 'question' is empty"),
+    (None, "field 'question' is missing (null)"), (["Which?"], "field 'question' is a list, not text (got ['Which?'])")])
+def test_an_empty_question_is_a_data_fault(question, reason):
+    """vqa_docs drops it (item_problem); a document that did not come through vqa_docs scores invalid."""
+    assert item_problem({**MCQ, "question": question, "answer_format": "mcq"}) == reason
     record = score({**MCQ, "question": question})
-    assert (record["valid"], record["reason"]) == (False, "field 'question': empty")
+    assert (record["valid"], record["reason"]) == (False, reason)
 
 
 def test_a_lowercase_reference_letter_names_its_option_in_scoring_and_in_the_item_check():
