@@ -258,7 +258,8 @@ def test_a_multi_line_question_keeps_its_lines():
 
 @pytest.mark.parametrize(("question", "reason"), [
     ("", "field 'question' is empty"), ("  \n", "field 'question' is empty"),
-    (None, "field 'question' is missing (null)"), (["Which?"], "field 'question' is a list, not text (got ['Which?'])")])
+    (None, "field 'question' is missing (null)"),
+    (["Which?"], "field 'question' is a list, not text (got ['Which?'])")])
 def test_an_empty_question_is_a_data_fault(question, reason):
     """vqa_docs drops it (item_problem); a document that did not come through vqa_docs scores invalid."""
     assert item_problem({**MCQ, "question": question, "answer_format": "mcq"}) == reason
