@@ -63,7 +63,7 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     else:
         selected = [row for row in dataset if is_pathology(str(row["question"] or ""))]
     drop(f"not listed in {ID_LIST}" if wanted is not None else "not a pathology question",
-         len(dataset) - len(selected))
+         len(dataset) - len(selected), selection=True)
     root = image_root(DATA_NAME, dataset=DATASET, cache_dir=HUB_CACHE)
     ids = unique_ids([str(row["id"]) for row in selected], dataset=DATASET)
     rows = [_row(doc_id, row, root) for doc_id, row in zip(ids, selected, strict=True)]

@@ -53,7 +53,7 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     else:
         selected = [row for row in dataset if not has_modality or modality(row) == MICROSCOPY]
     drop(f"not listed in {ID_LIST}" if wanted is not None else f"modality is not {MICROSCOPY}",
-         len(dataset) - len(selected))
+         len(dataset) - len(selected), selection=True)
     root = image_root(DATA_NAME, dataset=DATASET)
     ids = unique_ids([str(row["question_id"]) for row in selected], dataset=DATASET)
     rows = [_row(doc_id, row, root) for doc_id, row in zip(ids, selected, strict=True)]

@@ -17,7 +17,7 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     require(dataset.column_names, COLUMNS, dataset=DATASET, folder="path_vqa")
     answers = [yes_no(answer) for answer in dataset["answer"]]
     keep = [row for row, answer in enumerate(answers) if answer]
-    drop("open-ended (answer is not yes or no)", len(dataset) - len(keep))
+    drop("open-ended (answer is not yes or no)", len(dataset) - len(keep), selection=True)
     questions = dataset["question"]
     prefix = f"path_vqa-{dataset.split}-" if dataset.split else "path_vqa-"
     columns = {"id": [f"{prefix}{row}" for row in keep], "question": [questions[row] for row in keep],
