@@ -18,6 +18,7 @@ import datasets
 from PIL import Image
 
 from pathbind_tasks.common.accounting import drop
+from pathbind_tasks.common.layout import Layout
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     id_list,
@@ -35,6 +36,8 @@ DATASET = "MedXpertQA-MM"
 DATA_NAME = "medxpert_path"  # $PATHBIND_DATA/medxpert_path/ holds test.jsonl and images/
 HUB_CACHE = "medxpertqa"  # the YAMLs' dataset_kwargs.cache_dir: where lmms-eval unzips images.zip
 COLUMNS = ("id", "question", "options", "label", "images")
+# MM/test.jsonl and the contents of images.zip; pathology_ids.txt is optional.
+LAYOUT = Layout(data=("test.jsonl",), images=("images/",), readme="pathbind_tasks/medxpert_path/README.md")
 ID_LIST = "pathology_ids.txt"  # optional, beside the data: one MedXpertQA id per line replaces the rule below
 # The question names a microscopic / histological image; matched on the stem (answer choices removed).
 PATHOLOGY = re.compile(

@@ -15,6 +15,7 @@ from typing import Any
 import datasets
 
 from pathbind_tasks.common.accounting import drop
+from pathbind_tasks.common.layout import Layout
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     id_list,
@@ -33,6 +34,9 @@ DATA_NAME = "omnimed_bright"  # $PATHBIND_DATA/omnimed_bright/ holds test.json a
 COLUMNS = ("question_id", "question", "gt_answer", "image_path", "option_A", "option_B")
 OPTION_KEYS = ("option_A", "option_B", "option_C", "option_D")
 MICROSCOPY = "Microscopy Images"  # OmniMedVQA's modality_type of light-microscopy (bright-field) images
+# image_path ("Images/<dataset>/...") resolves in the folder or in an OmniMedVQA/ copy of the release in it.
+LAYOUT = Layout(data=("test.json",), images=("Images/", "OmniMedVQA/Images/"),
+                readme="pathbind_tasks/omnimed_bright/README.md")
 ID_LIST = "question_ids.txt"  # optional, beside the data: one question_id per line replaces the modality rule
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import datasets
 
 from pathbind_tasks.common.accounting import drop
+from pathbind_tasks.common.layout import Layout
 from pathbind_tasks.common.raw import YES_NO_FEATURES, embedded_docs, require, yes_no
 from pathbind_tasks.common.vqa import condition_sets
 
 DATASET = "Path-VQA"
 COLUMNS = ("image", "question", "answer")
+# The test split as one parquet file (images embedded), or a save_to_disk copy.
+LAYOUT = Layout(data=("test.parquet",), readme="pathbind_tasks/path_vqa/README.md")
 
 
 def convert(dataset: datasets.Dataset) -> datasets.Dataset:
