@@ -56,6 +56,28 @@ def cmd_doctor(args: argparse.Namespace, pm: PluginManager) -> int:
     return FAILURE if any(c.status == "FAIL" for c in checks) else OK
 
 
+def cmd_data_check(args: argparse.Namespace, pm: PluginManager) -> int:
+    from pathbind.data_check import check, source_tasks, unused_folders
+
+    sources = source_tasks(pm)
+    reports = check(sources, args.dir, args.source)
+    failed = [r for r in reports if r.problems()]
+    if args.json:
+        print(json.dumps([r.as_dict() for r in reports], indent=2))
+        return FAILURE if failed else OK
+    for report in reports:
+        print(f"{report.source}: {report.folder}")
+        print("\n".join(f"  [{'FAIL' if line.problem else '  OK'}] {line.text}" for line in report.lines()))
+        print(f"{'FAIL' if report.problems() else 'OK'} {report.source}: {report.summary()}")
+    unused = unused_folders(sources, args.dir) if args.source is None else []
+    if unused:
+        print(f"not checked, named after no data source or task (no task reads them): {', '.join(unused)}")
+    problems = sum(len(r.problems()) for r in failed)
+    print(f"FAIL: {problems} problem(s) in {len(failed)} of {len(reports)} data folder(s)" if failed else
+          f"OK: {len(reports)} data folder(s) checked, no problems")
+    return FAILURE if failed else OK
+
+
 def cmd_summary(args: argparse.Namespace, pm: PluginManager) -> int:
     from pathbind.summary import accounting_rows, dimension_rows, summary_rows, unaccounted_tasks
 
@@ -121,10 +143,20 @@ def build_parser(pm: PluginManager) -> argparse.ArgumentParser:
     doctor = sub.add_parser("doctor", help="check lmms-eval, torch, plugins, task indexing and data")
     doctor.add_argument("--no-data", action="store_true", help="skip the data reachability checks")
     doctor.set_defaults(func=lambda a: cmd_doctor(a, pm))
+    data = sub.add_parser("data", help="check data folders against their sources' published layouts")
+    data_sub = data.add_subparsers(dest="data_command", required=True, metavar="COMMAND")
+    data_check = data_sub.add_parser(
+        "check", help="read a data folder as a run would, before the run: files, rows kept and dropped, bad images",
+        description="Read DIR as the tasks of SOURCE would read $PATHBIND_DATA/SOURCE/ (without SOURCE: DIR is a "
+                    "PATHBIND_DATA root and each folder in it named after a source is checked). Exits 1 when a "
+                    "task would fail, drop a row other than by its definition, or score an item invalid.")
+    data_check.add_argument("source", nargs="?", metavar="SOURCE", help="a data name (metadata.pathbind_data)")
+    data_check.add_argument("dir", type=Path, metavar="DIR", help="the source's folder, or a PATHBIND_DATA root")
+    data_check.set_defaults(func=lambda a: cmd_data_check(a, pm))
     summary = sub.add_parser("summary", help="table of the metrics in lmms-eval result files or folders")
     summary.add_argument("paths", nargs="+", type=Path, help="results.json files or --output_path folders")
     summary.set_defaults(func=lambda a: cmd_summary(a, pm))
-    for command in (tasks, models, doctor, summary):
+    for command in (tasks, models, doctor, data_check, summary):
         command.add_argument("--json", action="store_true", help="machine-readable output")
     pm.add_commands(sub)
     return parser

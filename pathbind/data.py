@@ -92,6 +92,11 @@ def apply_data_root(config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
+def saved_dataset(folder: Path) -> bool:
+    """Whether ``folder`` is a ``datasets.save_to_disk`` copy, which any data folder may be instead of its files."""
+    return (folder / "dataset_dict.json").exists() or (folder / "dataset_info.json").exists()
+
+
 def _local_location(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     location = _located(config, folder)
     for split, path in (location["dataset_kwargs"].get("data_files") or {}).items():
@@ -124,7 +129,7 @@ def _located(config: dict[str, Any], folder: Path) -> dict[str, Any]:
             options = {k: v for k, v in kwargs.items() if k not in DOWNLOAD_KWARGS}
             return {"dataset_path": builders.pop(),
                     "dataset_kwargs": {**options, "data_files": {s: str(folder / f) for s, f in declared.items()}}}
-    if (folder / "dataset_dict.json").exists() or (folder / "dataset_info.json").exists():
+    if saved_dataset(folder):
         return {"dataset_path": str(folder), "dataset_kwargs": {"load_from_disk": True}}
     files = sorted(p for p in folder.iterdir() if p.suffix in BUILDERS)
     builders = {BUILDERS[p.suffix] for p in files}

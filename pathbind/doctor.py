@@ -12,12 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pathbind.catalog import DataLocation, TaskEntry, plugin_tasks
-from pathbind.data import DATA_ENV, DataOverrideError, data_root
+from pathbind.data import DATA_ENV, DataLocationError, DataOverrideError, data_root
 from pathbind.plugins import PluginManager
 from pathbind.templates import template_names
 
 if TYPE_CHECKING:
     from packaging.specifiers import SpecifierSet
+
+    from pathbind.data_check import SourceReport
 
 TESTED_LMMS_EVAL = ("0.7.3",)
 HF_LIBRARIES = ("transformers", "accelerate")  # pathbind_hf imports both
@@ -40,6 +42,7 @@ def run_checks(pm: PluginManager, *, check_data: bool = True) -> list[Check]:
     if check_data:
         checks += [_data_root(), *(_data(e) for e in entries if e.data is not None)]
         checks += [Check(f"data {e.name}", e.data_status, e.data_problem) for e in entries if e.data_problem]
+        checks += _data_folders(pm)
     return checks
 
 
@@ -224,6 +227,36 @@ def _data_root() -> Check:
         return Check("data root", "FAIL", str(exc))
     return Check("data root", "OK", f"{DATA_ENV}={root}" if root else f"{DATA_ENV} not set: tasks read the "
                  "locations their YAMLs give")
+
+
+def _data_folders(pm: PluginManager) -> list[Check]:
+    """``pathbind data check`` of each source folder under ``PATHBIND_DATA``: one check per problem, else its
+    summary (a root that is not a folder is the data-root check's failure)."""
+    from pathbind.data_check import check, source_tasks, unused_folders
+
+    try:
+        root = data_root()
+    except DataOverrideError:
+        return []
+    if root is None:
+        return []
+    print(f"pathbind doctor: reading the data folders in {root} as the tasks will...", file=sys.stderr, flush=True)
+    sources = source_tasks(pm)
+    try:
+        reports = check(sources, root)
+    except DataLocationError as exc:  # no source folder in it
+        return [Check("data check", "WARN", str(exc))]
+    checks = [found for report in reports for found in _folder_checks(report)]
+    checks += [Check(f"data check {name}", "WARN", f"{root / name} is named after no data source or task: no task "
+                     "reads it") for name in unused_folders(sources, root)]
+    return checks
+
+
+def _folder_checks(report: SourceReport) -> list[Check]:
+    """One FAIL per problem of a source folder's check, else one OK with its summary."""
+    name = f"data check {report.source}"
+    problems = report.problems()
+    return [Check(name, "FAIL", problem) for problem in problems] or [Check(name, "OK", report.summary())]
 
 
 def _data(entry: TaskEntry) -> Check:

@@ -1,12 +1,13 @@
 """Row accounting: every row a task reads ends up evaluated or dropped with a named reason.
 
 A task's ``process_docs`` opens a ledger with :func:`counting` over the rows lmms-eval hands it (before any
-``--limit``); its conversion reports each row it leaves out with :func:`drop`; :meth:`Ledger.close` checks
-``rows == kept + dropped`` and writes the ledger into every document's ``accounting`` column. The scorers copy
-it into each record, so it reaches the ``accounting`` aggregation through lmms-eval itself, identically for 1 or
-N processes. The aggregation reports ``{"rows", "evaluated", "dropped": {reason: count}}``: items kept but not
-evaluated (``--limit``, or no condition answered) are dropped with that reason, and a task that dropped rows
-says so in one warning line.
+``--limit``); its conversion reports each row it leaves out with :func:`drop`, marked ``selection=True`` when
+leaving it out is the task's definition (Path-VQA's open-ended questions) rather than a fault in the data, which
+``pathbind data check`` fails on. :meth:`Ledger.close` checks ``rows == kept + dropped`` and writes the ledger
+into every document's ``accounting`` column. The scorers copy it into each record, so it reaches the
+``accounting`` aggregation through lmms-eval itself, identically for 1 or N processes. The aggregation reports
+``{"rows", "evaluated", "dropped": {reason: count}}``: items kept but not evaluated (``--limit``, or no condition
+answered) are dropped with that reason, and a task that dropped rows says so in one warning line.
 
 A fault of the data (a field of the wrong type, a reference that is not an answer of its format, an image that
 is missing or unreadable) is dropped here, from every condition of its item, by :func:`without_faults`: it is
@@ -42,6 +43,7 @@ class Ledger:
     task: str | None = None
     dropped: Counter[str] = field(default_factory=Counter)
     kept: int | None = None
+    selection: set[str] = field(default_factory=set)  # the reasons in ``dropped`` that define the task
 
     def close(self, docs: datasets.Dataset) -> datasets.Dataset:
         """``docs`` (one per kept item, before conditions) with the ledger in an ``accounting`` column.
@@ -59,7 +61,18 @@ class Ledger:
         return docs.add_column(COLUMN, [self.encode()] * len(docs))
 
     def encode(self) -> str:
-        return json.dumps({"task": self.task, "rows": self.rows, "kept": self.kept, "dropped": dict(self.dropped)})
+        encoded: dict[str, Any] = {"task": self.task, "rows": self.rows, "kept": self.kept,
+                                   "dropped": dict(self.dropped)}
+        if self.selection:  # only when there is one: ledgers without it read as before
+            encoded["selection"] = sorted(self.selection)
+        return json.dumps(encoded)
+
+    @classmethod
+    def decode(cls, text: str) -> Ledger:
+        """The ledger :meth:`encode` wrote (closed: ``kept`` is set)."""
+        fields = json.loads(text)
+        return cls(fields["rows"], fields.get("task"), Counter(fields["dropped"]), fields["kept"],
+                   set(fields.get("selection", ())))
 
 
 _open: ContextVar[Ledger | None] = ContextVar("pathbind_ledger", default=None)
@@ -80,11 +93,17 @@ def counting(dataset: datasets.Dataset) -> Iterator[Ledger]:
         _open.reset(token)
 
 
-def drop(reason: str, count: int = 1) -> None:
-    """Count ``count`` rows left out of the task with ``reason`` (outside a ledger, e.g. in a unit test: nothing)."""
+def drop(reason: str, count: int = 1, *, selection: bool = False) -> None:
+    """Count ``count`` rows left out of the task with ``reason`` (outside a ledger, e.g. in a unit test: nothing).
+
+    ``selection``: the rows are left out by the task's definition (another split, a question type it does not
+    ask), not because they are broken; data checks pass on such drops and fail on every other.
+    """
     ledger = _open.get()
     if ledger is not None and count:
         ledger.dropped[reason] += count
+        if selection:
+            ledger.selection.add(reason)
 
 
 def fault_reason(problem: str) -> str:

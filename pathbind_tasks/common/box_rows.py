@@ -58,9 +58,11 @@ def split_drop_reason(value: Any, evaluated: Sequence[str]) -> str | None:
 
 def only_splits(dataset: datasets.Dataset, splits: tuple[str, ...], label: str) -> datasets.Dataset:
     """The rows of ``splits``, their ``split`` normalised; every other row dropped in the open ledger."""
-    reasons = [split_drop_reason(value, splits) for value in dataset["split"]]
+    values = dataset["split"]
+    reasons = [split_drop_reason(value, splits) for value in values]
+    named = {reason for reason, value in zip(reasons, values, strict=True) if split_name(value) is not None}
     for reason, count in Counter(r for r in reasons if r).items():
-        drop(reason, count)
+        drop(reason, count, selection=reason in named)  # another split is the task's choice; no split is a fault
     kept = dataset.select([i for i, reason in enumerate(reasons) if reason is None])
     if not kept:
         present = ", ".join(f"{value!r}: {n}" for value, n in Counter(dataset["split"]).most_common(6))

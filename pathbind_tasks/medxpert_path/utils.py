@@ -18,6 +18,7 @@ import datasets
 from PIL import Image
 
 from pathbind_tasks.common.accounting import drop
+from pathbind_tasks.common.layout import Layout
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     BadField,
@@ -39,6 +40,8 @@ DATA_NAME = "medxpert_path"  # $PATHBIND_DATA/medxpert_path/ holds test.jsonl an
 HUB_CACHE = "medxpertqa"  # the YAMLs' dataset_kwargs.cache_dir: where lmms-eval unzips images.zip
 COLUMNS = ("id", "question", "options", "label", "images")
 FEATURES = with_doc_error(MCQ_FEATURES)
+# MM/test.jsonl and the contents of images.zip; pathology_ids.txt is optional.
+LAYOUT = Layout(data=("test.jsonl",), images=("images/",), readme="pathbind_tasks/medxpert_path/README.md")
 ID_LIST = "pathology_ids.txt"  # optional, beside the data: one MedXpertQA id per line replaces the rule below
 # The question names a microscopic / histological image; matched on the stem (answer choices removed).
 PATHOLOGY = re.compile(
@@ -68,7 +71,7 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
         # a question that is not text cannot be selected by its words: kept, so its fault is named and counted
         selected = [row for row in dataset if not isinstance(row["question"], str) or is_pathology(row["question"])]
     drop(f"not listed in {ID_LIST}" if wanted is not None else "not a pathology question",
-         len(dataset) - len(selected))
+         len(dataset) - len(selected), selection=True)
     root = image_root(DATA_NAME, dataset=DATASET, cache_dir=HUB_CACHE)
     ids = unique_ids([str(row["id"]) for row in selected], dataset=DATASET)
     rows = [_row(doc_id, row, root) for doc_id, row in zip(ids, selected, strict=True)]

@@ -15,6 +15,7 @@ from typing import Any
 import datasets
 
 from pathbind_tasks.common.accounting import drop
+from pathbind_tasks.common.layout import Layout
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     id_list,
@@ -36,6 +37,9 @@ COLUMNS = ("question_id", "question", "gt_answer", "image_path", "option_A", "op
 OPTION_KEYS = ("option_A", "option_B", "option_C", "option_D")
 FEATURES = with_doc_error(MCQ_FEATURES)
 MICROSCOPY = "Microscopy Images"  # OmniMedVQA's modality_type of light-microscopy (bright-field) images
+# image_path ("Images/<dataset>/...") resolves in the folder or in an OmniMedVQA/ copy of the release in it.
+LAYOUT = Layout(data=("test.json",), images=("Images/", "OmniMedVQA/Images/"),
+                readme="pathbind_tasks/omnimed_bright/README.md")
 ID_LIST = "question_ids.txt"  # optional, beside the data: one question_id per line replaces the modality rule
 
 
@@ -56,7 +60,7 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     else:
         selected = [row for row in dataset if not has_modality or modality(row) == MICROSCOPY]
     drop(f"not listed in {ID_LIST}" if wanted is not None else f"modality is not {MICROSCOPY}",
-         len(dataset) - len(selected))
+         len(dataset) - len(selected), selection=True)
     root = image_root(DATA_NAME, dataset=DATASET)
     ids = unique_ids([str(row["question_id"]) for row in selected], dataset=DATASET)
     rows = [_row(doc_id, row, root) for doc_id, row in zip(ids, selected, strict=True)]

@@ -7,6 +7,7 @@ from typing import Any
 import datasets
 
 from pathbind_tasks.common.accounting import drop
+from pathbind_tasks.common.layout import Layout
 from pathbind_tasks.common.raw import (
     YES_NO_FEATURES,
     embedded_docs,
@@ -21,6 +22,8 @@ from pathbind_tasks.common.vqa import condition_sets
 DATASET = "Path-VQA"
 COLUMNS = ("image", "question", "answer")
 FEATURES = with_doc_error(YES_NO_FEATURES)
+# The test split as one parquet file (images embedded), or a save_to_disk copy.
+LAYOUT = Layout(data=("test.parquet",), readme="pathbind_tasks/path_vqa/README.md")
 
 
 def convert(dataset: datasets.Dataset) -> datasets.Dataset:
@@ -31,7 +34,7 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     problems = [text_problem(row, ("question", "answer")) for row in rows]
     answers = [yes_no(row["answer"]) for row in rows]
     keep = [i for i, (answer, problem) in enumerate(zip(answers, problems, strict=True)) if answer or problem]
-    drop("open-ended (answer is not yes or no)", len(dataset) - len(keep))
+    drop("open-ended (answer is not yes or no)", len(dataset) - len(keep), selection=True)
     prefix = f"path_vqa-{dataset.split}-" if dataset.split else "path_vqa-"
     columns: dict[str, list[Any]] = {
         "id": [f"{prefix}{i}" for i in keep], "question": [text_or_empty(rows[i]["question"]) for i in keep],

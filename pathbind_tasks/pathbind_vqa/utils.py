@@ -11,6 +11,7 @@ from typing import Any
 
 import datasets
 
+from pathbind_tasks.common.layout import Layout
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     BadField,
@@ -31,6 +32,9 @@ from pathbind_tasks.common.vqa import condition_sets, options_problem
 
 COLUMNS = ("id", "image", "question", "options", "answer", "dimension", "source")
 FEATURES = with_doc_error(MCQ_FEATURES)
+# Both sets (pathbind_vqa/, pathbind_pta/): one parquet file; images embedded, or file names the image check
+# follows item by item.
+LAYOUT = Layout(data=("test.parquet",), readme="pathbind_tasks/pathbind_vqa/README.md")
 
 
 def make_converter(data_name: str, label: str) -> Callable[[datasets.Dataset], datasets.Dataset]:

@@ -16,6 +16,7 @@ from typing import Any
 import datasets
 
 from pathbind_tasks.common.accounting import read_rows
+from pathbind_tasks.common.layout import Layout
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     BadField,
@@ -36,6 +37,8 @@ DATASET = "PathMMU"
 DATA_NAME = "pathmmu"  # $PATHBIND_DATA/pathmmu/ holds data.json and images/
 HUB_CACHE = "pathmmu"  # the YAMLs' dataset_kwargs.cache_dir: where lmms-eval unzips images.zip
 ITEM_KEYS = ("No", "img", "question", "options", "answer")
+# The release as published; images.zip unpacked (a run reads image files, not the archive).
+LAYOUT = Layout(data=("data.json",), images=("images/",), readme="pathbind_tasks/pathmmu/README.md")
 # PathMMU's "test-all" is its test and test_tiny splits together (test_overall in the official eval code).
 TEST_ALL = ("test", "test_tiny")
 TEST_TINY = ("test_tiny",)

@@ -24,12 +24,16 @@ from pathbind.data import override_dir
 from pathbind_tasks.common.accounting import counting, read_rows, without_faults
 from pathbind_tasks.common.box_rows import require_rows
 from pathbind_tasks.common.grounding import process_docs
+from pathbind_tasks.common.layout import Layout
 from pathbind_tasks.common.raw import BadField, image_root, require, text_field, unique_ids, unpacked
 
 DATA_NAME = "pathvg"  # $PATHBIND_DATA/pathvg/ holds the release files
 RECORD_FIELDS = ("image", "bbox", "bbox_id", "height", "width", "expression")
 IMAGES = "refpath_image"  # the images' folder, or IMAGES + ".zip"
 HUB_CACHE = "refpath"  # the YAMLs' dataset_kwargs.cache_dir: where lmms-eval unpacks refpath_image.zip
+# train.jsonl is released too but not read; the images are needed by the grounding tasks only.
+LAYOUT = Layout(data=("testA.jsonl", "testB.jsonl"), images=(f"{IMAGES}/", f"{IMAGES}.zip"),
+                readme="pathbind_tasks/pathvg/README.md")
 JUDGED = ("id", "expression", "split", "doc_error")  # the specificity judge's document columns
 PAPER_COUNTS = {"testA": 1342, "testB": 1706}  # expressions per test split (PathBind 001)
 # width and height as floats: a fractional, NaN or huge value reaches the row check (a dropped item naming the

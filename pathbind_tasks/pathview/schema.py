@@ -24,6 +24,7 @@ from pathbind_metrics.pathview import box_problem
 from pathbind_metrics.refusal import REFUSAL_FORM
 from pathbind_tasks.common import box_rows
 from pathbind_tasks.common.conditions import IMAGE_ONLY, with_conditions
+from pathbind_tasks.common.layout import Layout
 from pathbind_tasks.common.raw import (
     BadField,
     embedded_docs,
@@ -39,6 +40,13 @@ from pathbind_tasks.pathview.vocabulary import matcher
 
 DATA_NAME = "pathview"
 LABEL = "PathView-Bench"
+# One file per task, named after the task without "pathview_"; images embedded, or file names the image check
+# follows item by item.
+LAYOUT = Layout(data=("region_dlo.parquet", "region_ocl.parquet", "region_ocn.parquet", "region_ogd.parquet",
+                      "region_rcl.parquet", "region_rds.parquet", "region_spr.parquet", "region_trap.parquet",
+                      "slide_are.parquet", "slide_dlo.parquet", "slide_lgd.parquet", "slide_ocl.parquet",
+                      "slide_org.parquet", "slide_trap.parquet"),
+                readme="pathbind_tasks/pathview/README.md")
 TEXT = datasets.Value("string")
 FEATURES = datasets.Features({
     "id": TEXT, "image": datasets.Image(), "question": TEXT, "answer_format": TEXT, "trap": datasets.Value("bool"),

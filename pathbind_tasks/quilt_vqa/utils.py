@@ -18,6 +18,7 @@ from loguru import logger
 
 from pathbind.data import override_dir
 from pathbind_tasks.common.accounting import drop
+from pathbind_tasks.common.layout import Layout
 from pathbind_tasks.common.raw import (
     YES_NO_FEATURES,
     embedded_docs,
@@ -43,6 +44,8 @@ IMAGE_FOLDERS = ("images", "quilt_vqa/images", "")  # where the release's script
 COLUMNS = ("image", "question", "answer", "answer_type")
 CLOSED = "CLOSED"
 FEATURES = with_doc_error(YES_NO_FEATURES)
+LAYOUT = Layout(data=("quiltvqa_test_w_ans.json",), images=("images/", "quilt_vqa/images/", ARCHIVE),
+                readme="pathbind_tasks/quilt_vqa/README.md")
 UNLABELLED = "closed-ended item without a yes/no label (no yes_no_answer, and the answer is not yes or no)"
 
 
@@ -58,7 +61,7 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     rows = dataset.remove_columns("image").to_list()
     closed = [i for i, row in enumerate(rows) if isinstance(row["answer_type"], str)
               and row["answer_type"].strip().upper() == CLOSED]
-    drop(f"answer_type is not {CLOSED}", len(rows) - len(closed))
+    drop(f"answer_type is not {CLOSED}", len(rows) - len(closed), selection=True)
     has_label_field = "yes_no_answer" in dataset.column_names
     labels = {i: closed_label(rows[i]["answer"], rows[i].get("yes_no_answer"), has_label_field=has_label_field)
               for i in closed}

@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from conftest import BIN, lmms_eval, metric, run, write_plugin
+from source_data import write_path_vqa
 
 
 def pathbind(tmp_path, *args, env=None):
@@ -34,10 +35,14 @@ def test_models_lists_the_controls(tmp_path):
 
 
 def test_doctor_passes_on_a_healthy_install(tmp_path):
-    """Every check is OK or WARN: lmms-eval version, torch, plugins, YAMLs, task index, data."""
-    done = pathbind(tmp_path, "doctor", "--json")
+    """Every check is OK or WARN: lmms-eval version, torch, plugins, YAMLs, task index, data, and each folder of
+    PATHBIND_DATA read as its tasks will (`pathbind data check`)."""
+    write_path_vqa(tmp_path / "data" / "path_vqa")
+    done = pathbind(tmp_path, "doctor", "--json", env={"PATHBIND_DATA": str(tmp_path / "data")})
     assert done.returncode == 0, done.stdout + done.stderr
     checks = {c["name"]: c for c in json.loads(done.stdout)}
+    assert checks["data check path_vqa"] == {"name": "data check path_vqa", "status": "OK",
+                                             "detail": "rows kept: pathbind_path_vqa_image 3/4; no problems"}
     assert checks["lmms-eval"]["status"] == "OK"
     assert checks["task hook"]["status"] == "OK"
     assert checks["plugin example"]["status"] == "OK"

@@ -11,7 +11,7 @@ from conftest import metric
 from PIL import Image
 
 from pathbind_tasks.common import accounting
-from pathbind_tasks.common.accounting import NOT_EVALUATED, UNACCOUNTED, counting, drop
+from pathbind_tasks.common.accounting import NOT_EVALUATED, UNACCOUNTED, Ledger, counting, drop
 from pathbind_tasks.common.conditions import WITH_AND_WITHOUT_IMAGE, with_conditions
 
 
@@ -79,6 +79,18 @@ def test_a_nested_process_docs_shares_the_outer_ledger():
         drop("other split", 3)
         docs = inner(kept)
     assert _ledger(docs) == {"task": None, "rows": 5, "kept": 2, "dropped": {"other split": 3}}
+
+
+def test_a_drop_by_the_tasks_definition_is_marked_and_decodes_as_written():
+    """``selection=True`` marks the reason in the ledger (what `pathbind data check` passes); others stay faults."""
+    rows = _rows(4)
+    with counting(rows) as ledger:
+        drop("other split", 2, selection=True)
+        drop("no split", 1)
+        docs = ledger.close(rows.select([0]))
+    assert _ledger(docs) == {"task": None, "rows": 4, "kept": 1, "dropped": {"other split": 2, "no split": 1},
+                             "selection": ["other split"]}
+    assert Ledger.decode(docs[accounting.COLUMN][0]) == ledger
 
 
 def test_records_without_one_ledger_report_no_row_count():

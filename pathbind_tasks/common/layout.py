@@ -1,0 +1,58 @@
+"""The files a data source's folder holds, as its README documents them: what ``pathbind data check`` expects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from pathbind.data import saved_dataset
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The published layout of ``$PATHBIND_DATA/<name>/``, declared once per source as ``LAYOUT`` in the module of
+    its tasks' ``process_docs``.
+
+    Parameters
+    ----------
+    data
+        Glob patterns relative to the folder; each must match a file, unless the folder is a ``save_to_disk`` copy
+        (which any data folder may be). ``("test.parquet",)``, ``("data.json",)``.
+    images
+        Where the image files are: folders (``"images/"``, with the slash) or archives (``"images.zip"``) relative to
+        the folder, any one of which suffices; empty when the images are embedded in the data.
+    readme
+        Where the layout is documented, named in the report of what is missing.
+
+    Examples
+    --------
+    >>> Layout(data=("data.json",), images=("images/", "images.zip")).compare(Path("/no/such/folder"))
+    ([], ['data.json', 'images/ or images.zip'])
+    """
+
+    data: tuple[str, ...]
+    images: tuple[str, ...] = ()
+    readme: str = ""
+
+    def compare(self, folder: Path) -> tuple[list[str], list[str]]:
+        """(found, missing): the files of ``folder`` that match the layout, and each entry that nothing matches."""
+        found, missing = [], []
+        if saved_dataset(folder):
+            found.append("a save_to_disk copy")
+        else:
+            for pattern in self.data:
+                matches = sorted(str(p.relative_to(folder)) for p in folder.glob(pattern) if p.is_file())
+                found.extend(matches)
+                if not matches:
+                    missing.append(pattern)
+        present = [name for name in self.images if _present(folder, name)]
+        found.extend(present[:1])
+        if self.images and not present:
+            missing.append(" or ".join(self.images))
+        return found, missing
+
+
+def _present(folder: Path, name: str) -> bool:
+    """A folder entry (``images/``) must be a folder, an archive a file."""
+    path = folder / name
+    return path.is_dir() if name.endswith("/") else path.is_file()
