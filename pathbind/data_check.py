@@ -3,8 +3,8 @@
 A folder is read as a run reads it: the task YAML's data settings with ``PATHBIND_DATA`` applied
 (:func:`pathbind.data.apply_data_root`), the ``datasets`` call of lmms-eval's ``ConfigurableTask.download``, then
 the task's own ``process_docs`` (its image-only variant, which converts the same rows once each). The report gives
-the files the source's ``LAYOUT`` expects, the rows of each split, the rows kept, every drop reason, each image
-or row the task would score invalid, and any error that would stop the task. A drop counts as a problem unless
+the files the source's ``LAYOUT`` expects, the rows of each split, the rows kept, every drop reason (a fault of
+the data with its first item and detail), and any error that would stop the task. A drop counts as a problem unless
 the task marked it as its selection (``drop(reason, selection=True)``: another split, a question type it does not
 ask), so one rule, kept where the rows are dropped, decides.
 """
@@ -26,8 +26,6 @@ from pathbind.catalog import plugin_tasks, read_task_yaml
 from pathbind.data import DATA_ENV, DataLocationError, apply_data_root, data_name
 from pathbind.plugins import PluginManager
 
-FAULT_COLUMNS = ("image_error", "doc_error")  # a kept item the task would score invalid, with the reason
-SHOWN_FAULTS = 5  # items named per task and column; the rest are counted
 DATA_KEYS = ("dataset_path", "dataset_name", "dataset_kwargs", "test_split")
 # Keys of dataset_kwargs that lmms-eval 0.7.3's download consumes itself and never hands to datasets.
 LMMS_EVAL_KEYS = ("From_YouTube", "video", "cache_dir", "builder_script", "force_download", "force_unzip",
@@ -44,7 +42,7 @@ class Line:
 
 @dataclass
 class TaskReport:
-    """What one task made of the folder: rows read per split, the ledger of its ``process_docs``, its faults."""
+    """What one task made of the folder: rows read per split and the ledger of its ``process_docs``."""
 
     task: str
     process_docs: str
@@ -54,23 +52,18 @@ class TaskReport:
     kept: int | None = None
     dropped: dict[str, int] = field(default_factory=dict)
     selection: list[str] = field(default_factory=list)  # the reasons in dropped that define the task
-    faults: dict[str, list[str]] = field(default_factory=dict)  # column -> "<id>: <reason>" per item
+    examples: dict[str, str] = field(default_factory=dict)  # a fault's reason -> "'<id>': <detail>" of its first
     error: str = ""  # the task would fail with it
 
     def lines(self) -> list[Line]:
         if self.error:
             return [*self._read(), Line(f"{self.task}: the task would fail: {self.error}", problem=True)]
-        lines = [*self._read(), *self._drops()]
-        for column, items in self.faults.items():
-            lines += [Line(f"{self.task}: {column} {item}", problem=True) for item in items[:SHOWN_FAULTS]]
-            if len(items) > SHOWN_FAULTS:
-                lines.append(Line(f"{self.task}: {column} in {len(items) - SHOWN_FAULTS} more items", problem=True))
-        return lines
+        return [*self._read(), *self._drops()]
 
     def moved(self, old: str, new: str) -> None:
         """Name folder ``new`` where the messages name ``old``."""
         self.error = self.error.replace(old, new)
-        self.faults = {column: [item.replace(old, new) for item in items] for column, items in self.faults.items()}
+        self.examples = {reason: item.replace(old, new) for reason, item in self.examples.items()}
 
     def _read(self) -> list[Line]:
         if not self.splits:
@@ -86,6 +79,8 @@ class TaskReport:
         for reason, count in sorted(self.dropped.items()):
             by_design = reason in self.selection
             note = " (the task's selection)" if by_design else ""
+            if reason in self.examples:
+                note += f" (first {self.examples[reason]})"
             lines.append(Line(f"{self.task}: {_rows(count)} dropped: {reason}{note}", problem=not by_design))
         return lines
 
@@ -320,25 +315,19 @@ def _function(path: str | None) -> Callable[[Any], Any]:
 
 
 def read_documents(report: TaskReport, docs: Any) -> None:
-    """The ledger the documents carry and each item's image or row fault (images never decoded)."""
+    """The ledger the documents carry (images never decoded)."""
     from pathbind_tasks.common.accounting import COLUMN, Ledger
 
     if len(docs) == 0:
         report.error = "its process_docs returned no documents: nothing to evaluate"
         return
-    columns = [c for c in ("id", COLUMN, *FAULT_COLUMNS) if c in docs.column_names]
-    rows = docs.select_columns(columns).to_list()
-    if rows and rows[0].get(COLUMN):
-        ledger = Ledger.decode(rows[0][COLUMN])
+    if COLUMN not in docs.column_names:
+        return
+    encoded = docs.select_columns([COLUMN])[0][COLUMN]
+    if encoded:
+        ledger = Ledger.decode(encoded)
         report.rows, report.kept, report.selection = ledger.rows, ledger.kept, sorted(ledger.selection)
-        report.dropped = dict(ledger.dropped)
-    for column in FAULT_COLUMNS:
-        faults: dict[str, str] = {}
-        for index, row in enumerate(rows):  # conditions repeat an item: its first fault names it
-            if row.get(column):
-                faults.setdefault(str(row.get("id", index)), str(row[column]))
-        if faults:
-            report.faults[column] = [f"{item}: {reason}" for item, reason in faults.items()]
+        report.dropped, report.examples = dict(ledger.dropped), dict(ledger.examples)
 
 
 def _rows(count: int) -> str:

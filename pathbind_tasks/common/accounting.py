@@ -44,6 +44,7 @@ class Ledger:
     dropped: Counter[str] = field(default_factory=Counter)
     kept: int | None = None
     selection: set[str] = field(default_factory=set)  # the reasons in ``dropped`` that define the task
+    examples: dict[str, str] = field(default_factory=dict)  # a fault's reason -> its first item and detail
 
     def close(self, docs: datasets.Dataset) -> datasets.Dataset:
         """``docs`` (one per kept item, before conditions) with the ledger in an ``accounting`` column.
@@ -65,6 +66,8 @@ class Ledger:
                                    "dropped": dict(self.dropped)}
         if self.selection:  # only when there is one: ledgers without it read as before
             encoded["selection"] = sorted(self.selection)
+        if self.examples:
+            encoded["examples"] = self.examples
         return json.dumps(encoded)
 
     @classmethod
@@ -72,7 +75,7 @@ class Ledger:
         """The ledger :meth:`encode` wrote (closed: ``kept`` is set)."""
         fields = json.loads(text)
         return cls(fields["rows"], fields.get("task"), Counter(fields["dropped"]), fields["kept"],
-                   set(fields.get("selection", ())))
+                   set(fields.get("selection", ())), dict(fields.get("examples", {})))
 
 
 _open: ContextVar[Ledger | None] = ContextVar("pathbind_ledger", default=None)
@@ -93,17 +96,20 @@ def counting(dataset: datasets.Dataset) -> Iterator[Ledger]:
         _open.reset(token)
 
 
-def drop(reason: str, count: int = 1, *, selection: bool = False) -> None:
+def drop(reason: str, count: int = 1, *, selection: bool = False, example: str | None = None) -> None:
     """Count ``count`` rows left out of the task with ``reason`` (outside a ledger, e.g. in a unit test: nothing).
 
     ``selection``: the rows are left out by the task's definition (another split, a question type it does not
-    ask), not because they are broken; data checks pass on such drops and fail on every other.
+    ask), not because they are broken; data checks pass on such drops and fail on every other. ``example``: the
+    first item dropped for a fault, with its detail, which ``pathbind data check`` shows.
     """
     ledger = _open.get()
     if ledger is not None and count:
         ledger.dropped[reason] += count
         if selection:
             ledger.selection.add(reason)
+        if example:
+            ledger.examples.setdefault(reason, example)
 
 
 def fault_reason(problem: str) -> str:
@@ -126,7 +132,7 @@ def without_faults(docs: datasets.Dataset, label: str) -> datasets.Dataset:
     faults = Counter(fault_reason(p) for p in problems if p)
     if faults:
         ids = docs["id"]  # the column, not the rows: no image is decoded
-        first = {fault_reason(p): f"{ids[i]!r}: {p}" for i, p in reversed(list(enumerate(problems))) if p}
+        first = {fault_reason(p): _example(ids[i], p) for i, p in reversed(list(enumerate(problems))) if p}
         summary = "; ".join(f"{reason}: {n} (first {first[reason]})" for reason, n in faults.most_common())
         if sum(faults.values()) == len(docs):
             raise ValueError(f"{label}: every one of the {len(docs)} items has a fault of the data, nothing to "
@@ -134,9 +140,16 @@ def without_faults(docs: datasets.Dataset, label: str) -> datasets.Dataset:
         logger.warning(f"{label}: {sum(faults.values())} of {len(docs)} items dropped for faults of the data "
                        f"({summary}); see 'accounting'")
         for reason, n in faults.items():
-            drop(reason, n)
+            drop(reason, n, example=first[reason])
         docs = docs.select([i for i, p in enumerate(problems) if not p])
     return docs.remove_columns(columns)
+
+
+def _example(item: str, problem: str) -> str:
+    """``'<id>': <detail>``: which item had the fault, and the detail its reason leaves out."""
+    detail = problem[len(fault_reason(problem)):].strip()
+    detail = detail[1:-1] if detail.startswith("(") and detail.endswith(")") else detail
+    return f"{item!r}: {detail}" if detail else repr(item)
 
 
 def read_rows(count: int) -> None:

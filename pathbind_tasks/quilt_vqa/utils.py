@@ -67,7 +67,8 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
               for i in closed}
     keep = [i for i in closed if labels[i]]
     if len(keep) < len(closed):
-        drop(UNLABELLED, len(closed) - len(keep))
+        unlabelled = next(i for i in closed if not labels[i])
+        drop(UNLABELLED, len(closed) - len(keep), example=f"'quilt_vqa-{rows[unlabelled].get('id', unlabelled)}'")
         logger.warning(f"{DATASET}: {len(closed) - len(keep)} of {len(closed)} closed-ended items have no yes/no label "
                        f"and are dropped ({'yes_no_answer' if has_label_field else 'the answer'} is not yes or no)")
     ids = unique_ids([f"quilt_vqa-{rows[i].get('id', i)}" for i in keep], dataset=DATASET)

@@ -44,6 +44,9 @@ def data_check(capsys, *args: str) -> tuple[int, str, str]:
 def write_good_pathmmu(folder: Path) -> None:
     write_pathmmu(folder)
     (folder / "images" / "absent.jpg").write_bytes(png(1))  # the writer leaves one image out; here it is there
+    data = json.loads((folder / "data.json").read_text())
+    data["PubMed"]["test"][1]["answer"] = "D) Mast cells"  # and gives one answer no option; here it has one
+    (folder / "data.json").write_text(json.dumps(data))
 
 
 def test_a_good_folder_passes_with_one_line_per_finding_and_an_ok_summary(tmp_path, capsys):
@@ -74,18 +77,23 @@ def test_a_root_checks_each_source_folder_in_it(tmp_path, capsys):
     write_pathbind(root / "pathbind_vqa")
     write_grounding(root / "pathbind_grounding")
     code, out, _ = data_check(capsys, "--json", str(root))
-    assert code == 0, out
+    assert code == 1, out  # three fixtures hold one answer that names no option each
     reports = {report["source"]: report for report in json.loads(out)}
     counts = {(task["task"], task["rows"], task["kept"]) for report in reports.values() for task in report["tasks"]}
     assert counts == {("pathbind_path_vqa_image", 4, 3), ("pathbind_pathmmu_test_image", 7, 7),
-                      ("pathbind_pathmmu_test_tiny_image", 3, 3), ("pathbind_medxpert_path_image", 4, 3),
-                      ("pathbind_omnimed_bright_image", 5, 4), ("pathbind_vqa_image", 3, 3),
+                      ("pathbind_pathmmu_test_tiny_image", 3, 3), ("pathbind_medxpert_path_image", 4, 2),
+                      ("pathbind_omnimed_bright_image", 5, 3), ("pathbind_vqa_image", 3, 2),
                       ("pathbind_faithfulness", 3, 3), ("pathbind_grounding_testa", 3, 2),
                       ("pathbind_grounding_testb", 3, 1)}
     testa = next(t for t in reports["pathbind_grounding"]["tasks"] if t["task"] == "pathbind_grounding_testa")
     assert testa["dropped"] == {"split is testB (this task evaluates testA)": 1}
     assert testa["selection"] == list(testa["dropped"])
-    assert all(report["ok"] and not report["problems"] for report in reports.values())
+    bad = {"medxpert_path": "MM-4", "omnimed_bright": "q5", "pathbind_vqa": "pb-2"}
+    for source, report in reports.items():
+        assert report["ok"] == (source not in bad) and len(report["problems"]) == (source in bad)
+    assert reports["medxpert_path"]["problems"] == [
+        "pathbind_medxpert_path_image: 1 row dropped: field 'answer' is not one of the option letters (first "
+        "'MM-4': 'F'; letters A, B, C, D, E)"]
 
 
 def test_a_missing_data_file_is_named_with_the_failure_it_causes(tmp_path, capsys):
@@ -109,9 +117,9 @@ def test_a_missing_image_folder_is_named_and_each_item_without_its_image(tmp_pat
     code, out, _ = data_check(capsys, "medxpert_path", str(folder))
     assert code == 1
     assert f"  [FAIL] missing: images/ (expected in {folder}; see pathbind_tasks/medxpert_path/README.md)" in out
-    faults = [line for line in out.splitlines() if "image_error" in line]
-    assert len(faults) == 3 and all(line.startswith("  [FAIL] pathbind_medxpert_path_image: image_error MM-")
-                                    and f"No such file or directory: '{folder}/images/MM-" in line for line in faults)
+    failure = next(line for line in out.splitlines() if "the task would fail" in line)
+    assert failure.startswith("  [FAIL] pathbind_medxpert_path_image: the task would fail: ValueError: ")
+    assert f"image file not found: 2 (first 'MM-1': {folder}/images/MM-1-a.jpeg)" in failure
 
 
 def test_a_truncated_image_is_a_problem_naming_the_item(tmp_path, capsys):
@@ -124,7 +132,8 @@ def test_a_truncated_image_is_a_problem_naming_the_item(tmp_path, capsys):
     assert code == 1
     failed = [line for line in out.splitlines() if "[FAIL]" in line]
     assert len(failed) == 1 and failed[0].startswith(
-        "  [FAIL] pathbind_pathmmu_test_image: image_error PubMed-test-2: unreadable image (truncated file; ")
+        "  [FAIL] pathbind_pathmmu_test_image: 1 row dropped: unreadable image (first 'PubMed-test-2': truncated "
+        "file; ")
 
 
 def test_a_missing_column_fails_with_the_tasks_own_message(tmp_path, capsys):
@@ -138,17 +147,20 @@ def test_a_missing_column_fails_with_the_tasks_own_message(tmp_path, capsys):
 
 
 def test_bad_fields_are_problems_and_other_splits_are_the_tasks_selection(tmp_path, capsys):
-    """A split that is neither testA nor testB is a fault; testB rows left out of the testA task are not."""
+    """A split that is neither testA nor testB is a fault; testA rows left out of the testB task are not; a task
+    whose every item is at fault would stop, and says why."""
     write_grounding(tmp_path / "pathbind_grounding", ("testA", "val", "testB"),
                     bboxes=[None, [0.0, 0.0, 8.0, 6.0], [0.0, 0.0, 8.0, 6.0]])
     code, out, _ = data_check(capsys, "pathbind_grounding", str(tmp_path / "pathbind_grounding"))
     assert code == 1
     lines = out.splitlines()
     assert "  [FAIL] pathbind_faithfulness: 1 row dropped: split is 'val', not testA or testB" in lines
-    assert ("  [  OK] pathbind_grounding_testa: 1 row dropped: split is testB (this task evaluates testA) "
+    assert ("  [  OK] pathbind_grounding_testb: 1 row dropped: split is testA (this task evaluates testB) "
             "(the task's selection)") in lines
-    assert ("  [FAIL] pathbind_grounding_testa: doc_error g0: field 'bbox': None is not [x_min, y_min, x_max, "
-            "y_max]") in lines
+    assert ("  [FAIL] pathbind_faithfulness: 1 row dropped: field 'bbox' is not [x_min, y_min, x_max, y_max] "
+            "(first 'g0': got None)") in lines
+    assert any(line.startswith("  [FAIL] pathbind_grounding_testa: the task would fail: ValueError: grounding: every "
+                               "one of the 1 items has a fault of the data") for line in lines)
 
 
 def test_an_unknown_source_is_a_usage_error_naming_the_close_ones(tmp_path, capsys):
