@@ -4,10 +4,10 @@ lmms-eval 0.7.3 has one extension point, the ``lmms_eval.models`` entry points i
 ``lmms_eval.models``, and no task entry-point group. So the bridge installs its hooks lazily, once lmms-eval
 defines what they wrap (:func:`watch_lmms_eval`): ``TaskManager`` (index the plugins' task directories,
 ``PATHBIND_DATA``, task build errors that name the task), ``evaluator.evaluate`` (skip what the model cannot
-run, add ``results["pathbind"]``) and the CLI's ``make_table`` (scalars only). Two callers start the watch:
-the model entry point (:func:`lmms_eval_models`) and torch's extension autoload (``pathbind_autoload``),
-which also runs in processes that never import ``lmms_eval.models`` (``lmms-eval tasks list``,
-``TaskManager()`` built first). Nothing here may raise: lmms-eval drops every entry-point model if one entry
+run, add ``results["pathbind"]`` with the data each task read) and the CLI's ``make_table`` (scalars only).
+Two callers start the watch: the model entry point (:func:`lmms_eval_models`) and torch's extension autoload
+(``pathbind_autoload``), which also runs in processes that never import ``lmms_eval.models`` (``lmms-eval tasks
+list``, ``TaskManager()`` built first). Nothing here may raise: lmms-eval drops every entry-point model if one entry
 point does, and torch fails its own import if an autoloaded extension raises.
 """
 
@@ -39,6 +39,7 @@ from pathbind.capabilities import (
 )
 from pathbind.data import apply_data_root
 from pathbind.plugins import Contribution, PluginManager, get_plugin_manager
+from pathbind.provenance import data_provenance, record_raw_split
 from pathbind.usage import usage_by_condition
 
 _HOOK_MARK = "__pathbind_task_hook__"
@@ -333,6 +334,8 @@ def _with_data_root(original: Any, manager: Callable[[], PluginManager]) -> Any:
         yaml_path = self.task_index[name]["yaml_path"]
         if not (isinstance(yaml_path, str) and _in_plugin_dir(yaml_path, manager())):
             _PLUGIN_TASKS.pop(name, None)
+            if _declares_data(config) and callable(config.get("process_docs")):  # e.g. a copy via --include_path
+                config = {**config, "process_docs": _RecordingRows(config["process_docs"], name)}
             return config
         _PLUGIN_TASKS[name] = yaml_path
         config = apply_data_root(config)
@@ -347,21 +350,38 @@ def _in_plugin_dir(yaml_path: str, manager: PluginManager) -> bool:
     return any(Path(yaml_path).is_relative_to(c.value) for c in manager.task_dirs())
 
 
-class _NamingTheTask:
-    """``process_docs`` whose error names the task (and is not retried: see _no_retry_for_build_errors). Its text
-    is the wrapped one's, which lmms-eval writes into the results' ``configs`` (PathView's names its box frame)."""
+def _declares_data(config: Mapping[str, Any]) -> bool:
+    metadata = config.get("metadata")
+    return isinstance(metadata, Mapping) and bool(metadata.get("pathbind_data"))
+
+
+class _RecordingRows:
+    """``process_docs`` that first notes the split's rows as loaded (lmms-eval keeps only the converted split; the
+    run's data record needs the raw count). Its text is the wrapped one's, which lmms-eval writes into the results'
+    ``configs`` (PathView's names its box frame)."""
 
     def __init__(self, process_docs: Callable[[Any], Any], task: str) -> None:
         self.process_docs, self.task = process_docs, task
 
     def __call__(self, dataset: Any) -> Any:
         try:
-            return self.process_docs(dataset)
-        except Exception as exc:
-            raise TaskBuildError(f"task {self.task}: {type(exc).__name__}: {exc}") from exc
+            record_raw_split(self.task, dataset)
+        except Exception:
+            logger.exception(f"pathbind: could not count the rows task {self.task} loaded")
+        return self.process_docs(dataset)
 
     def __repr__(self) -> str:
         return repr(self.process_docs)
+
+
+class _NamingTheTask(_RecordingRows):
+    """``process_docs`` whose error names the task (and is not retried: see _no_retry_for_build_errors)."""
+
+    def __call__(self, dataset: Any) -> Any:
+        try:
+            return super().__call__(dataset)
+        except Exception as exc:
+            raise TaskBuildError(f"task {self.task}: {type(exc).__name__}: {exc}") from exc
 
 
 def _no_retry_for_build_errors(task_class: Any) -> None:
@@ -401,9 +421,9 @@ def _naming_failed_tasks(original: Any) -> Any:
 
 def install_evaluate_hook() -> bool:
     """Make lmms-eval's ``evaluate`` skip, with a logged reason, the tasks whose ``metadata.pathbind_requires``
-    the model does not offer, and add ``results["pathbind"]`` (skipped tasks, token usage per condition) to runs
-    with a PathBind task or model; idempotent. Returns False (and logs why) when this lmms-eval release has no
-    such ``evaluate``.
+    the model does not offer, and add ``results["pathbind"]`` (skipped tasks, token usage per condition, the data
+    each task read) to runs with a PathBind task or model; idempotent. Returns False (and logs why) when this
+    lmms-eval release has no such ``evaluate``.
     """
     try:
         evaluator: Any = sys.modules.get("lmms_eval.evaluator") or importlib.import_module("lmms_eval.evaluator")
@@ -428,6 +448,9 @@ def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
         call = signature.bind(*args, **kwargs)
         task_dict, lm, cli_args = call.arguments["task_dict"], call.arguments["lm"], call.arguments.get("cli_args")
         kept, skipped = _supported_tasks(task_dict, lm, cli_args)
+        # Before conditions are dropped: the record is of the data as loaded; on rank 0 only, which alone gets
+        # the results (the other ranks would hash the same files for nothing).
+        data = _data_read(kept) if int(os.environ.get("RANK", 0)) == 0 else {}
         kept, dropped, conditions = _answerable_documents(kept, lm, cli_args)
         skipped.update(dropped)
         call.arguments["task_dict"] = kept
@@ -437,6 +460,7 @@ def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
         if isinstance(results, dict) and (skipped or conditions or _pathbind_in_run(task_dict, lm)):
             results["pathbind"] = _run_report(results, skipped, conditions)
             results["pathbind"]["model"] = _model_settings(lm)
+            results["pathbind"]["data"] = {name: record for name, record in data.items() if name not in dropped}
         return results
 
     setattr(evaluate, _HOOK_MARK, True)
@@ -456,6 +480,18 @@ def _pathbind_in_run(task_dict: Mapping[Any, Any], lm: Any) -> bool:
     except Exception:
         logger.exception("pathbind: could not tell whether the model is a PathBind model")
         return False
+
+
+def _data_read(task_dict: Mapping[Any, Any]) -> dict[str, Any]:
+    """``pathbind.data``: what each PathBind task (a plugin's, or one naming ``metadata.pathbind_data``) read;
+    ``{"error": ...}`` when the record cannot be made, which never fails the run."""
+    try:
+        tasks = {name: task for name, task in _leaf_tasks(task_dict) if name in _PLUGIN_TASKS or _declares_data(
+            {"metadata": getattr(getattr(task, "config", None), "metadata", None)})}
+        return data_provenance(tasks)
+    except Exception as exc:
+        logger.exception("pathbind: could not record the data the tasks read")
+        return {"error": f"{type(exc).__name__}: {exc}"}
 
 
 def _leaf_tasks(task_dict: Mapping[Any, Any]) -> Iterator[tuple[str, Any]]:

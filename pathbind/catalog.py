@@ -9,10 +9,8 @@ from typing import Any
 
 import yaml
 
-from pathbind.data import DataLocationError, DataOverrideError, apply_data_root
+from pathbind.data import LOCAL_BUILDERS, DataLocationError, DataOverrideError, apply_data_root
 from pathbind.plugins import PluginManager
-
-LOCAL_BUILDERS = frozenset({"csv", "json", "parquet", "text", "pandas", "arrow"})
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Where a task's documents come from, and the ``PATHBIND_DATA`` / ``PATHBIND_HUB_<NAME>`` overrides."""
+"""Where a task's documents come from, and the ``PATHBIND_DATA`` / ``PATHBIND_HUB_<NAME>`` /
+``PATHBIND_HUB_REVISION_<NAME>`` overrides."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from typing import Any
 
 DATA_ENV = "PATHBIND_DATA"
 HUB_ENV_PREFIX = "PATHBIND_HUB_"
+HUB_REVISION_ENV_PREFIX = "PATHBIND_HUB_REVISION_"
 BUILDERS = {".parquet": "parquet", ".jsonl": "json", ".json": "json", ".csv": "csv"}
+# datasets' packaged builders a task names as dataset_path to read local data_files.
+LOCAL_BUILDERS = frozenset({"csv", "json", "parquet", "text", "pandas", "arrow"})
 # lmms-eval's download switches (hub snapshots, zip extraction): meaningless for a local copy.
 DOWNLOAD_KWARGS = ("video", "cache_dir", "token", "revision", "force_download", "force_unzip", "create_link",
                    "local_files_only", "load_from_disk", "data_files")
@@ -66,21 +70,36 @@ def hub_env(name: str) -> str:
     return HUB_ENV_PREFIX + name.upper()
 
 
+def hub_revision_env(name: str) -> str:
+    """The variable that pins a hub dataset's revision, e.g. ``PATHBIND_HUB_REVISION_PATH_VQA`` (a commit or tag)."""
+    return HUB_REVISION_ENV_PREFIX + name.upper()
+
+
+def is_hub(dataset_path: Any, dataset_kwargs: dict[str, Any] | None = None) -> bool:
+    """Whether lmms-eval loads this location from the Hugging Face hub: not a packaged builder over local files,
+    not a ``save_to_disk`` folder, not a local path."""
+    if not isinstance(dataset_path, str) or dataset_path in LOCAL_BUILDERS:
+        return False
+    return not (dataset_kwargs or {}).get("load_from_disk") and not os.path.exists(os.path.expanduser(dataset_path))
+
+
 def apply_data_root(config: dict[str, Any]) -> dict[str, Any]:
     """Apply the overrides to a task config.
 
     ``$PATHBIND_DATA/<name>/`` replaces the location: with the files the YAML's ``data_files`` name,
     if present there (keeping the YAML's loader options), else its ``<split>.<ext>`` files (parquet,
     json, jsonl or csv, one format) or a ``datasets.save_to_disk`` folder. ``PATHBIND_HUB_<NAME>``
-    replaces a hub id. A task whose metadata says ``requires_pathbind_data`` (a gated release with no
-    public location) fails here, before any model call, when no folder is given.
+    replaces a hub id and ``PATHBIND_HUB_REVISION_<NAME>`` the revision read from the hub. A task whose
+    metadata says ``requires_pathbind_data`` (a gated release with no public location) fails here, before any
+    model call, when no folder is given.
     """
     name = data_name(config)
     folder = override_dir(name)
     if folder is not None:
         return {**config, **_local_location(config, folder)}
-    if os.environ.get(hub_env(name)):
-        return {**config, "dataset_path": os.environ[hub_env(name)]}
+    hub = _hub_location(config, name)
+    if hub is not None:
+        return hub
     if (config.get("metadata") or {}).get("requires_pathbind_data"):
         root = data_root()
         if root is not None:  # not an override error: a root may hold only the sets a user runs
@@ -95,6 +114,21 @@ def apply_data_root(config: dict[str, Any]) -> dict[str, Any]:
 def saved_dataset(folder: Path) -> bool:
     """Whether ``folder`` is a ``datasets.save_to_disk`` copy, which any data folder may be instead of its files."""
     return (folder / "dataset_dict.json").exists() or (folder / "dataset_info.json").exists()
+
+
+def _hub_location(config: dict[str, Any], name: str) -> dict[str, Any] | None:
+    """The config with the hub id and revision the variables give; None when neither is set."""
+    hub_id, revision = os.environ.get(hub_env(name)), os.environ.get(hub_revision_env(name))
+    if not hub_id and not revision:
+        return None
+    located = {**config, "dataset_path": hub_id} if hub_id else dict(config)
+    if revision:
+        kwargs = located.get("dataset_kwargs") or {}
+        if not is_hub(located.get("dataset_path"), kwargs):  # a pin that nothing reads must not pass unnoticed
+            raise DataLocationError(f"{hub_revision_env(name)}={revision}: task {config.get('task')!r} does not "
+                                    f"read its data from the hub (dataset_path {located.get('dataset_path')!r})")
+        located["dataset_kwargs"] = {**kwargs, "revision": revision}
+    return located
 
 
 def _local_location(config: dict[str, Any], folder: Path) -> dict[str, Any]:

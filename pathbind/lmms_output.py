@@ -31,6 +31,7 @@ class ResultFile:
     results: dict[str, dict[str, Any]]
     groups: frozenset[str]  # results entries that are groups (their subtasks carry the row accounting)
     config: dict[str, Any]  # lmms-eval's run configuration (model, model_args, ...)
+    data: dict[str, Any]  # task -> the data it read (``pathbind.data``); empty for runs before PathBind recorded it
 
     def metrics(self, task: str) -> dict[str, Any]:
         """The task's metrics by name (``"acc"`` for ``"acc,none"``), stderr entries left out."""
@@ -76,7 +77,9 @@ def load_results(path: Path) -> ResultFile:
     if config.get("model_args"):  # e.g. two pathbind_baseline strategies, or two checkpoints of pathbind_hf
         model += f" ({config['model_args']})"
     subtasks = data.get("group_subtasks") if isinstance(data.get("group_subtasks"), dict) else {}
-    return ResultFile(path, model, results, frozenset(name for name, tasks in subtasks.items() if tasks), config)
+    read = (data.get("pathbind") or {}).get("data") if isinstance(data.get("pathbind"), dict) else None
+    return ResultFile(path, model, results, frozenset(name for name, tasks in subtasks.items() if tasks), config,
+                      {task: record for task, record in (read or {}).items() if isinstance(record, dict)})
 
 
 def task_results(run_dir: Path, task: str) -> dict[str, Any]:
@@ -86,6 +89,17 @@ def task_results(run_dir: Path, task: str) -> dict[str, Any]:
         if task in results:
             return results[task]
     raise ValueError(f"{run_dir}: no results.json with task {task!r}")
+
+
+def task_data(run_dir: Path, task: str) -> dict[str, Any] | None:
+    """The data record (``pathbind.data``) of ``task`` in the latest results.json below ``run_dir`` that ran it;
+    None when that file has none (a run before PathBind recorded it, or the record failed)."""
+    for file in reversed(by_date(find_results([run_dir]))):
+        loaded = load_results(file)
+        if task in loaded.results:
+            record = loaded.data.get(task)
+            return record if record and "fingerprint" in record else None
+    return None
 
 
 def task_samples(run_dir: Path, task: str) -> list[dict[str, Any]]:

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pathbind.lmms_output import task_results, task_samples
+from pathbind.lmms_output import task_data, task_results, task_samples
+from pathbind.provenance import data_differences
 from pathbind.table import format_table
 
 
@@ -65,6 +66,8 @@ def _compare(general: Path, tuned: Path, args: argparse.Namespace) -> dict[str, 
     from pathbind_metrics.grounding_aggregations import Q_DEFAULT
     from pathbind_metrics.pairs import delta_mean, delta_mg
 
+    for task in (args.vqa_task, args.grounding_task):
+        _same_data(general, tuned, task)
     options = {"n_resamples": args.n_resamples, "seed": args.seed}
     row: dict[str, Any] = {"general": general.name, "tuned": tuned.name}
     vqa = [_vqa_answers(path, args.vqa_task) for path in (general, tuned)]
@@ -76,6 +79,21 @@ def _compare(general: Path, tuned: Path, args: argparse.Namespace) -> dict[str, 
         general_values, tuned_values = ([g[i][measure][str(Q_DEFAULT)] for i in items] for g in grounding)
         row[measure] = delta_mean(general_values, tuned_values, **options)
     return row
+
+
+def _same_data(general: Path, tuned: Path, task: str) -> None:
+    """ValueError (one line: the task and what differs) when the two runs' records of ``task`` name different
+    data; a warning when a run has no record (a run before PathBind recorded its data), then the comparison goes
+    on."""
+    records = {path: task_data(path, task) for path in (general, tuned)}
+    for path in (p for p, record in records.items() if record is None):
+        print(f"pathbind pairs: warning: {path} has no record of the data task {task} read (a run before PathBind "
+              "recorded it): cannot check that both models saw the same data", file=sys.stderr)
+    first, second = records[general], records[tuned]
+    differences = data_differences(first, second) if first and second else []
+    if differences:
+        raise ValueError(f"task {task}: {general} and {tuned} ran on different data ({'; '.join(differences)}); "
+                         "rerun both on the same data")
 
 
 def _vqa_answers(run_dir: Path, task: str) -> dict[str, tuple[bool, bool]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ class Run:
     results: dict[str, dict[str, Any]]  # task -> metric -> value, the ",none" filter suffix dropped
     groups: frozenset[str] = frozenset()  # results entries that are groups of other tasks
     skipped: tuple[str, ...] = ()  # result files below the folder that are not usable, each with why
+    data: dict[str, dict[str, Any]] = field(default_factory=dict)  # task -> the data it read (pathbind.data)
 
     @property
     def baseline(self) -> bool:
@@ -47,6 +48,7 @@ def _load_run(path: Path) -> Run:
         raise ReportError(f"{path}: no lmms-eval *_results.json below it (lmms-eval exits 0 even when a run "
                           "fails: check its log)")
     results: dict[str, dict[str, Any]] = {}
+    data: dict[str, dict[str, Any]] = {}
     config: dict[str, Any] = {}
     groups: set[str] = set()
     skipped = []
@@ -59,10 +61,11 @@ def _load_run(path: Path) -> Run:
         config = loaded.config or config
         groups |= loaded.groups
         results |= {task: loaded.metrics(task) for task in loaded.results}
+        data = {task: record for task, record in data.items() if task not in loaded.results} | loaded.data
     if not results:
         raise ReportError(f"{path}: no usable lmms-eval results file below it: {'; '.join(skipped)}")
     model = str(config.get("model") or path.name)
-    return Run(_model_name(config, path), path, model, results, frozenset(groups), tuple(skipped))
+    return Run(_model_name(config, path), path, model, results, frozenset(groups), tuple(skipped), data)
 
 
 def _model_name(config: dict[str, Any], path: Path) -> str:

@@ -10,6 +10,7 @@ import shutil
 import pytest
 from conftest import BIN, run
 
+from pathbind.provenance import fingerprint
 from pathbind_analysis.report import ReportError, build_report
 from pathbind_analysis.report.overlays import ItemMap, choose_items
 
@@ -87,6 +88,31 @@ def test_a_run_without_grounding_gives_a_note(runs, tmp_path):
     markdown = (tmp_path / "out" / "report.md").read_text()
     assert f"pathbind_blind: no grounding task in its results ({vqa_only})" in markdown
     assert "| pathbind_blind | VLM | 20.0↑0.0 |" in markdown
+
+
+@pytest.mark.slow
+def test_tasks_compared_on_different_data_are_flagged(runs, tmp_path):
+    """A run whose grounding file differs by its sha256 is named in a note with the task and the file; a run with
+    no data record (an older run) is named as unchecked."""
+    changed = tmp_path / "changed"
+    shutil.copytree(runs["pathbind_blind"], changed)
+    for file in changed.rglob("*_results.json"):
+        data = json.loads(file.read_text())
+        record = data["pathbind"]["data"]["pathbind_demo_grounding"]
+        record["files"][0]["sha256"] = "0" * 64
+        record["fingerprint"] = fingerprint(record)
+        data["pathbind"]["data"].pop("pathbind_demo_yesno")
+        file.write_text(json.dumps(data))
+    build_report([runs["pathbind_control"], changed], tmp_path / "out", overlays=0)
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    sha = next(iter(json.loads(f.read_text()) for f in runs["pathbind_control"].rglob("*_results.json")))[
+        "pathbind"]["data"]["pathbind_demo_grounding"]["files"][0]["sha256"]
+    assert (f"> **Note.** pathbind_demo_grounding is compared on different data: pathbind_control vs pathbind_blind: "
+            f"grounding.parquet sha256: {sha[:12]} vs 000000000000. Its rows below do not compare like with like."
+            ) in markdown
+    assert ("> **Note.** No record of the data read (runs before PathBind recorded it), so not checked against the "
+            "other runs: pathbind_blind (pathbind_demo_yesno).") in markdown
+    assert markdown.count("compared on different data") == 1
 
 
 def test_a_missing_folder_is_a_clear_error(tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from PIL import Image
 from pathbind import make_plugin_manager
 from pathbind.catalog import plugin_tasks, read_task_yaml
 from pathbind.data import apply_data_root
+from pathbind.provenance import fingerprint
 from pathbind.requests import AttentionResponse
 from pathbind_metrics import grounding
 from pathbind_metrics import grounding_aggregations as ga
@@ -214,6 +216,47 @@ def test_pairs_reports_the_change_in_gain_with_a_paired_interval(tmp_path):
 def test_pairs_command_rejects_a_malformed_pair(tmp_path):
     done = run([str(BIN / "pathbind"), "pairs", str(tmp_path)], cwd=tmp_path)
     assert done.returncode == 1 and "GENERAL:TUNED" in done.stderr
+
+
+def edited_run(run_dir: Path, copy: Path, edit) -> Path:
+    """A copy of a run folder whose results.json files have ``edit(results)`` applied."""
+    shutil.copytree(run_dir, copy)
+    for file in copy.rglob("*_results.json"):
+        results = json.loads(file.read_text())
+        edit(results)
+        file.write_text(json.dumps(results))
+    return copy
+
+
+def one_row_fewer(results: dict) -> None:
+    """The VQA record as a run on the same file with one row fewer would write it."""
+    record = results["pathbind"]["data"]["pathbind_demo_vqa"]
+    record["rows"]["test"] -= 1
+    record["fingerprint"] = fingerprint(record)
+
+
+@pytest.mark.slow
+def test_pairs_refuses_runs_on_different_data_and_warns_on_a_run_without_a_record(demo_control, demo_blind,
+                                                                                  tmp_path):
+    """Demo runs of both controls compare; a run whose VQA data had one row fewer is refused in one line naming the
+    task and the rows; a run with no data record (an older run) is compared, with a warning."""
+    control, blind = demo_control["out"], demo_blind["out"]
+
+    def pairs(general: Path, tuned: Path):
+        return run([str(BIN / "pathbind"), "pairs", f"{general}:{tuned}", "--vqa-task", "pathbind_demo_vqa",
+                    "--grounding-task", "pathbind_demo_grounding", "--n-resamples", "20"], cwd=tmp_path)
+
+    same = pairs(control, blind)
+    assert same.returncode == 0 and "warning" not in same.stderr, same.stderr[-2000:]
+    fewer = edited_run(blind, tmp_path / "fewer", one_row_fewer)
+    refused = pairs(control, fewer)
+    assert refused.returncode == 1 and refused.stderr.splitlines() == [
+        f"pathbind pairs: error: task pathbind_demo_vqa: {control} and {fewer} ran on different data "
+        "(rows test: 60 vs 59); rerun both on the same data"]
+    older = edited_run(blind, tmp_path / "older", lambda results: results["pathbind"].pop("data"))
+    warned = pairs(control, older)
+    assert warned.returncode == 0 and "ΔMG" in warned.stdout
+    assert f"pathbind pairs: warning: {older} has no record of the data task pathbind_demo_vqa read" in warned.stderr
 
 
 @pytest.mark.parametrize("process_docs", [grounding_task.process_docs, grounding_task.by_split_testa])
