@@ -106,7 +106,7 @@ def _boxes(value: Any, field: str, size: tuple[int, int] | None) -> list[list[fl
         raise _Bad(field, "is not a list of [x_min, y_min, x_max, y_max] boxes", value) from None
     problem = box_problem(boxes, size)
     if problem:
-        raise _Bad(field, "has a box that cannot be drawn on the image",
+        raise _Bad(field, "has boxes that cannot be drawn on the image",
                    detail=f"{problem}; {size[0]}x{size[1]} image, pixel coordinates")
     return boxes
 

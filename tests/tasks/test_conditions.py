@@ -116,8 +116,10 @@ def test_an_unreadable_image_drops_its_item_from_every_condition_not_the_run():
     docs = list(with_conditions(("image", "text"))(datasets.Dataset.from_list(rows, features=features)))
     assert [(d["id"], d["condition"]) for d in docs] == [("ok", "image"), ("ok", "text")]
     assert "image_error" not in docs[0]
-    assert json.loads(docs[0]["accounting"]) == {"task": None, "rows": 2, "kept": 1,
-                                                 "dropped": {"unreadable image": 1}}
+    ledger = json.loads(docs[0]["accounting"])
+    assert {k: ledger[k] for k in ("rows", "kept", "dropped")} == {"rows": 2, "kept": 1,
+                                                                   "dropped": {"unreadable image": 1}}
+    assert ledger["examples"]["unreadable image"].startswith("'bad': UnidentifiedImageError")
     mcq = {"options": ["x", "y"], "answer": "A", "question": "?"}
     scored = process_results({**docs[0], **mcq}, ["<answer>A</answer>"])["acc_image"]
     assert scored["valid"] and scored["task"] is None  # named only when an lmms-eval task calls process_results

@@ -155,7 +155,7 @@ def test_release_with_image_files_and_a_bad_row(task_manager, tmp_path, monkeypa
     ledger = json.loads(docs[0]["accounting"])
     assert (ledger["rows"], ledger["kept"]) == (4, 1)
     assert ledger["dropped"] == {"image file not found": 1, "width x height disagrees with the image's size": 1,
-                                 "field 'boxes' has a box that cannot be drawn on the image": 1}
+                                 "field 'boxes' has boxes that cannot be drawn on the image": 1}
     record = task.process_results({k: v for k, v in docs[0].items() if k != "image"},
                                   ["<answer>[1, 1, 20, 20]</answer>"])
     assert record["dice"]["outcome"] == "answered"

@@ -145,19 +145,22 @@ def test_description_recall_through_synonyms():
 
 @pytest.mark.parametrize(("kind", "row", "problem"), [
     ("grounding", {"target": "t", "boxes": [[0, 0, 80, 10]]}, None),  # clipped to the image: fine
-    ("grounding", {"target": "t", "boxes": [[70, 0, 90, 10]]}, "field 'boxes': box 1 of 1 [70, 0, 90, 10]: box lies"),
-    ("grounding", {"target": "t", "boxes": []}, "field 'boxes': no box"),
-    ("grounding", {"target": "t", "boxes": [[0, 0, 8, 8]], "width": 0}, "field 'width': 0 is not a positive"),
-    ("choice", {"options": ["a", "b"], "answer": "c"}, "field 'answer': 'c' is not one of the options"),
+    ("grounding", {"target": "t", "boxes": [[70, 0, 90, 10]]},
+     "field 'boxes' has boxes that cannot be drawn on the image (box 1 of 1 [70, 0, 90, 10]: box lies"),
+    ("grounding", {"target": "t", "boxes": []}, "field 'boxes' has boxes that cannot be drawn on the image (no box"),
+    ("grounding", {"target": "t", "boxes": [[0, 0, 8, 8]], "width": 0},
+     "field 'width' is not a positive whole number of pixels (got 0)"),
+    ("choice", {"options": ["a", "b"], "answer": "c"}, "field 'answer' is not one of the options ('c'"),
     ("choice", {"options": ["a"], "answer": "a"}, "field 'options'"),
-    ("count", {"count": -2}, "field 'count': -2 is not a non-negative whole number"),
-    ("count", {"count": None}, "field 'count': None"),
+    ("count", {"count": -2}, "field 'count' is not a non-negative whole number (got -2)"),
+    ("count", {"count": None}, "field 'count' is not a non-negative whole number (got None)"),
     ("description", {"entities": ["stroma", "unicorn"]}, "unknown: ['unicorn']"),
     ("boxed_choice", {"options": ["a", "b"], "answer": "a", "query_box": [5, 5, 2, 9]}, "field 'query_box'"),
-    ("choice", {"options": ["a", "b"], "answer": "a", "question": " "}, "field 'question': empty"),
+    ("choice", {"options": ["a", "b"], "answer": "a", "question": " "}, "field 'question' is empty"),
 ])
 def test_malformed_items_are_invalid_with_the_field_named(kind, row, problem):
-    """A bad row keeps its problem in doc_error; scoring reports it as invalid instead of raising."""
+    """The converter names a bad row's problem in doc_error (process_docs drops the row, a fault of the data); a
+    scorer handed such a document reports it as invalid instead of raising."""
     item = docs(kind, row)[0]
     if problem is None:
         assert item["doc_error"] == ""

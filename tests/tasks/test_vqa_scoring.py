@@ -42,7 +42,7 @@ def test_yes_no_answers_compare_case_insensitively():
 
 def test_a_malformed_document_becomes_an_invalid_record_instead_of_an_exception():
     """A doc without options is scored invalid with the error as reason; process_results never raises."""
-    doc = {"id": "bad", "answer": "A", "condition": "text", "answer_format": "mcq"}
+    doc = {"id": "bad", "question": "Which?", "answer": "A", "condition": "text", "answer_format": "mcq"}
     record = process_results(doc, ["<answer>A</answer>"])["acc_text"]
     assert not record["valid"] and not record["correct"]
     assert record["reason"] == "missing field 'options'"
@@ -52,7 +52,7 @@ def test_an_answer_letter_outside_the_options_is_an_invalid_item():
     """A reference letter 'E' for four options is reported, not scored."""
     record = process_results({**MCQ, "answer": "E"}, ["<answer>C</answer>"])["acc_image"]
     assert not record["valid"]
-    assert record["reason"] == "field 'answer' is 'E', not one of the option letters A, B, C, D"
+    assert record["reason"] == "field 'answer' is not one of the option letters ('E'; letters A, B, C, D)"
 
 
 def _records(image: list[bool], text: list[bool]) -> list[dict]:
