@@ -24,6 +24,7 @@ import sys
 import types
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from importlib.metadata import version as installed_version
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,9 @@ from pathbind.usage import usage_by_condition
 _HOOK_MARK = "__pathbind_task_hook__"
 # The plugins PathBind itself ships (pyproject's [project.entry-points.pathbind]): their task names come first.
 FIRST_PARTY_PLUGINS = ("pathbind_tasks", "pathbind_models", "pathbind_metrics", "pathbind_analysis")
+# The lmms-eval releases PathBind's tests ran against. Another release runs when every function in HOOKED_SOURCES is
+# unchanged, and stops before any model call when one changed (require_compatible_lmms_eval).
+TESTED_LMMS_EVAL = ("0.7.3",)
 # sha256 of inspect.getsource of each lmms-eval function the bridge wraps or whose behaviour it relies on, as
 # lmms-eval 0.7.3 ships them; `pathbind doctor` reports the ones that differ (hooked_sources_changed).
 HOOKED_SOURCES = {
@@ -375,10 +379,12 @@ class _RecordingRows:
 
 
 class _NamingTheTask(_RecordingRows):
-    """``process_docs`` whose error names the task (and is not retried: see _no_retry_for_build_errors)."""
+    """``process_docs`` whose error names the task (and is not retried: see _no_retry_for_build_errors); it first
+    makes sure this lmms-eval is one PathBind can run on."""
 
     def __call__(self, dataset: Any) -> Any:
         try:
+            require_compatible_lmms_eval()
             return super().__call__(dataset)
         except Exception as exc:
             raise TaskBuildError(f"task {self.task}: {type(exc).__name__}: {exc}") from exc
@@ -447,6 +453,8 @@ def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
     def evaluate(*args: Any, **kwargs: Any) -> dict | None:
         call = signature.bind(*args, **kwargs)
         task_dict, lm, cli_args = call.arguments["task_dict"], call.arguments["lm"], call.arguments.get("cli_args")
+        if _pathbind_in_run(task_dict, lm):
+            require_compatible_lmms_eval()
         kept, skipped = _supported_tasks(task_dict, lm, cli_args)
         # Before conditions are dropped: the record is of the data as loaded; on rank 0 only, which alone gets
         # the results (the other ranks would hash the same files for nothing).
@@ -634,6 +642,36 @@ def source_hash(qualified: str) -> str:
     for part in qualname.split("."):
         target = target.__dict__[part] if isinstance(target, type) else getattr(target, part)
     return hashlib.sha256(inspect.getsource(inspect.unwrap(target)).encode()).hexdigest()
+
+
+class IncompatibleLmmsEval(RuntimeError):
+    """This lmms-eval is not one PathBind can run on; the message names what changed and what to install."""
+
+
+@functools.cache
+def compatibility_problem() -> str:
+    """Why PathBind cannot run on the installed lmms-eval, or "" when it can: a tested release, or an untested one
+    (a newer release, a main-branch install) whose hooked functions are all unchanged. Checked once per process."""
+    installed = installed_version("lmms-eval")
+    if installed in TESTED_LMMS_EVAL:
+        return ""
+    tested = ", ".join(TESTED_LMMS_EVAL)
+    changed = hooked_sources_changed()
+    if not changed:
+        logger.info(f"pathbind: lmms-eval {installed} is not a release PathBind was tested with ({tested}); every "
+                    f"lmms-eval function PathBind hooks is unchanged, so it runs")
+        return ""
+    return (f"lmms-eval {installed} is not a release PathBind was tested with ({tested}), and lmms-eval functions "
+            f"PathBind hooks changed: {', '.join(changed)}. PathBind stops rather than risk a wrong run: install "
+            f"lmms-eval {TESTED_LMMS_EVAL[-1]} (pip install 'lmms-eval=={TESTED_LMMS_EVAL[-1]}') or a PathBind "
+            f"release that supports {installed}")
+
+
+def require_compatible_lmms_eval() -> None:
+    """Raise :class:`IncompatibleLmmsEval` when :func:`compatibility_problem` finds one."""
+    problem = compatibility_problem()
+    if problem:
+        raise IncompatibleLmmsEval(problem)
 
 
 def hooked_sources_changed() -> list[str]:

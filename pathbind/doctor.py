@@ -11,6 +11,7 @@ from importlib.metadata import PackageNotFoundError, requires, version
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pathbind.bridge import TESTED_LMMS_EVAL
 from pathbind.catalog import DataLocation, TaskEntry, plugin_tasks
 from pathbind.data import DATA_ENV, DataLocationError, DataOverrideError, data_root
 from pathbind.plugins import PluginManager
@@ -21,7 +22,6 @@ if TYPE_CHECKING:
 
     from pathbind.data_check import SourceReport
 
-TESTED_LMMS_EVAL = ("0.7.3",)
 HF_LIBRARIES = ("transformers", "accelerate")  # pathbind_hf imports both
 
 
@@ -57,7 +57,8 @@ def _lmms_eval() -> Check:
         return Check("lmms-eval", "FAIL", "not installed: pip install 'lmms-eval==0.7.3'")
     if installed not in TESTED_LMMS_EVAL:
         tested = ", ".join(TESTED_LMMS_EVAL)
-        return Check("lmms-eval", "WARN", f"{installed}; PathBind's task hook is tested with {tested}")
+        return Check("lmms-eval", "WARN", f"{installed}; PathBind is tested with {tested}: it runs on {installed} "
+                     f"while every lmms-eval function it hooks is unchanged (below), and stops naming them otherwise")
     return Check("lmms-eval", "OK", installed)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import copy
 import sys
-from importlib.metadata import distribution, version
+from importlib.metadata import distribution, requires, version
 from pathlib import Path
 
 import datasets
@@ -19,7 +19,10 @@ from pathbind import make_plugin_manager
 from pathbind.bridge import (
     FIRST_PARTY_PLUGINS,
     HOOKED_SOURCES,
+    TESTED_LMMS_EVAL,
     TaskBuildError,
+    _NamingTheTask,
+    compatibility_problem,
     hooked_sources_changed,
     install_evaluate_hook,
     install_task_hook,
@@ -32,15 +35,37 @@ from pathbind.bridge import (
     task_conflicts,
 )
 from pathbind.catalog import plugin_tasks
-from pathbind.doctor import TESTED_LMMS_EVAL
 from pathbind.plugins import Contribution
 
 DEMO = Path(pathbind_tasks.__file__).parent / "demo"  # the installed package the tests run against
 
 
-def test_the_pinned_lmms_eval_is_the_tested_one():
-    """Widening the lmms-eval pin needs this test (and the hook tests below) to pass first."""
-    assert version("lmms-eval") in TESTED_LMMS_EVAL
+def test_the_installed_lmms_eval_is_a_tested_one_and_the_range_has_no_upper_bound():
+    """The suite runs against a tested release; the declared range admits the next one (no upper bound), which
+    the first-use check below lets run only while PathBind's hooked functions are unchanged."""
+    assert version("lmms-eval") in TESTED_LMMS_EVAL and compatibility_problem() == ""
+    (requirement,) = [r for r in requires("pathbind") or [] if r.startswith("lmms-eval")]
+    assert "<" not in requirement and ">=0.7.3" in requirement
+
+
+def test_an_untested_lmms_eval_runs_when_its_hooked_functions_are_unchanged_and_stops_otherwise(monkeypatch):
+    """A newer release or a main-branch install: unchanged hooks run; a changed one stops with one message naming
+    it, raised from a PathBind task's process_docs (before any model call) as a TaskBuildError naming the task."""
+    monkeypatch.setattr(pathbind.bridge, "installed_version", lambda name: "0.7.5.dev0")
+    pathbind.bridge.compatibility_problem.cache_clear()
+    try:
+        assert compatibility_problem() == ""
+        pathbind.bridge.compatibility_problem.cache_clear()
+        monkeypatch.setattr(pathbind.bridge, "HOOKED_SOURCES",
+                            {**HOOKED_SOURCES, "lmms_eval.evaluator:evaluate": "0" * 64})
+        problem = compatibility_problem()
+        assert problem.startswith("lmms-eval 0.7.5.dev0 is not a release PathBind was tested with (0.7.3), and "
+                                  "lmms-eval functions PathBind hooks changed: lmms_eval.evaluator:evaluate.")
+        assert "pip install 'lmms-eval==0.7.3'" in problem
+        with pytest.raises(TaskBuildError, match=r"task demo_task: IncompatibleLmmsEval: lmms-eval 0\.7\.5\.dev0"):
+            _NamingTheTask(lambda dataset: dataset, "demo_task")([])
+    finally:
+        pathbind.bridge.compatibility_problem.cache_clear()
 
 
 def test_the_lmms_eval_sources_the_bridge_relies_on_are_unchanged():
