@@ -41,6 +41,7 @@ from pathbind.capabilities import (
 from pathbind.data import apply_data_root
 from pathbind.plugins import Contribution, PluginManager, get_plugin_manager
 from pathbind.provenance import data_provenance, record_raw_split
+from pathbind.task_context import InTask, RunningTask
 from pathbind.usage import usage_by_condition
 
 _HOOK_MARK = "__pathbind_task_hook__"
@@ -338,20 +339,34 @@ def _with_data_root(original: Any, manager: Callable[[], PluginManager]) -> Any:
         yaml_path = self.task_index[name]["yaml_path"]
         if not (isinstance(yaml_path, str) and _in_plugin_dir(yaml_path, manager())):
             _PLUGIN_TASKS.pop(name, None)
-            if _declares_data(config) and callable(config.get("process_docs")):  # e.g. a copy via --include_path
-                config = {**config, "process_docs": _RecordingRows(config["process_docs"], name)}
+            if _declares_data(config) or _uses_pathbind(config):  # e.g. a copy via --include_path
+                return _in_task(config, name, _RecordingRows)
             return config
         _PLUGIN_TASKS[name] = yaml_path
-        config = apply_data_root(config)
-        if callable(config.get("process_docs")):
-            config = {**config, "process_docs": _NamingTheTask(config["process_docs"], name)}
-        return config
+        return _in_task(apply_data_root(config), name, _NamingTheTask)
 
     return get_config
 
 
+def _in_task(config: dict, name: str, process_docs: type[_RecordingRows]) -> dict:
+    """``config`` whose ``process_docs`` and ``process_results`` run with their task set (pathbind.task_context)."""
+    task = RunningTask(name, (config.get("dataset_kwargs") or {}).get("data_files"), config.get("dataset_path"))
+    config = dict(config)
+    if callable(config.get("process_docs")):
+        config["process_docs"] = process_docs(config["process_docs"], task)
+    if callable(config.get("process_results")):
+        config["process_results"] = InTask(config["process_results"], task)
+    return config
+
+
 def _in_plugin_dir(yaml_path: str, manager: PluginManager) -> bool:
     return any(Path(yaml_path).is_relative_to(c.value) for c in manager.task_dirs())
+
+
+def _uses_pathbind(config: Mapping[str, Any]) -> bool:
+    """A third party's task built on PathBind's own process_docs or process_results."""
+    return any(str(getattr(config.get(key), "__module__", "")).startswith("pathbind")
+               for key in ("process_docs", "process_results"))
 
 
 def _declares_data(config: Mapping[str, Any]) -> bool:
@@ -359,23 +374,16 @@ def _declares_data(config: Mapping[str, Any]) -> bool:
     return isinstance(metadata, Mapping) and bool(metadata.get("pathbind_data"))
 
 
-class _RecordingRows:
+class _RecordingRows(InTask):
     """``process_docs`` that first notes the split's rows as loaded (lmms-eval keeps only the converted split; the
-    run's data record needs the raw count). Its text is the wrapped one's, which lmms-eval writes into the results'
-    ``configs`` (PathView's names its box frame)."""
-
-    def __init__(self, process_docs: Callable[[Any], Any], task: str) -> None:
-        self.process_docs, self.task = process_docs, task
+    run's data record needs the raw count)."""
 
     def __call__(self, dataset: Any) -> Any:
         try:
-            record_raw_split(self.task, dataset)
+            record_raw_split(self.task.name, dataset)
         except Exception:
-            logger.exception(f"pathbind: could not count the rows task {self.task} loaded")
-        return self.process_docs(dataset)
-
-    def __repr__(self) -> str:
-        return repr(self.process_docs)
+            logger.exception(f"pathbind: could not count the rows task {self.task.name} loaded")
+        return super().__call__(dataset)
 
 
 class _NamingTheTask(_RecordingRows):
@@ -387,7 +395,7 @@ class _NamingTheTask(_RecordingRows):
             require_compatible_lmms_eval()
             return super().__call__(dataset)
         except Exception as exc:
-            raise TaskBuildError(f"task {self.task}: {type(exc).__name__}: {exc}") from exc
+            raise TaskBuildError(f"task {self.task.name}: {type(exc).__name__}: {exc}") from exc
 
 
 def _no_retry_for_build_errors(task_class: Any) -> None:

@@ -36,6 +36,7 @@ from pathbind.bridge import (
 )
 from pathbind.catalog import plugin_tasks
 from pathbind.plugins import Contribution
+from pathbind.task_context import RunningTask
 
 DEMO = Path(pathbind_tasks.__file__).parent / "demo"  # the installed package the tests run against
 
@@ -63,7 +64,7 @@ def test_an_untested_lmms_eval_runs_when_its_hooked_functions_are_unchanged_and_
                                   "lmms-eval functions PathBind hooks changed: lmms_eval.evaluator:evaluate.")
         assert "pip install 'lmms-eval==0.7.3'" in problem
         with pytest.raises(TaskBuildError, match=r"task demo_task: IncompatibleLmmsEval: lmms-eval 0\.7\.5\.dev0"):
-            _NamingTheTask(lambda dataset: dataset, "demo_task")([])
+            _NamingTheTask(lambda dataset: dataset, RunningTask("demo_task"))([])
     finally:
         pathbind.bridge.compatibility_problem.cache_clear()
 
@@ -313,3 +314,22 @@ def test_the_entry_points_never_raise(monkeypatch, error):
     assert lmms_eval_models() == []
     assert lmms_eval_task_dirs() == []
     assert pathbind_autoload.start() is None
+
+
+def test_the_bridge_hands_each_task_function_its_task_in_the_calling_thread():
+    """process_results runs in lmms-eval's worker threads: the record names the task there, from the task the
+    bridge handed over (no call-stack walking), and nothing leaks to a call outside the task."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from pathbind.task_context import InTask
+    from pathbind_tasks.common.vqa import process_results
+
+    task = RunningTask("pathbind_demo_yesno", {"test": "/data/demo/test.parquet"}, "parquet")
+    scored = InTask(process_results, task)
+    doc = {"id": "a", "question": "Is it?", "answer": "yes", "condition": "image", "answer_format": "yesno"}
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        records = list(pool.map(lambda _: scored(doc, ["<answer>yes</answer>"])["acc_image"], range(4)))
+    assert {record["task"] for record in records} == {"pathbind_demo_yesno"}
+    assert process_results(doc, ["yes"])["acc_image"]["task"] is None
+    assert repr(scored) == repr(process_results)  # what lmms-eval writes into the results' configs
+    assert task.source("test") == "task pathbind_demo_yesno, file /data/demo/test.parquet"
