@@ -16,7 +16,7 @@ DEPS_STAMP := $(VENV)/.deps-$(shell cat pyproject.toml Makefile | sha256sum | cu
 TEST_WORKERS ?= auto
 PYTEST := $(OFFLINE) $(BIN)/pytest --numprocesses $(TEST_WORKERS) --maxprocesses 4 --dist worksteal --durations 15
 
-.PHONY: demo test test-fast install lint clean
+.PHONY: demo test test-fast compat install lint clean
 
 $(DEPS_STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,17 @@ test: lint
 # The inner loop: unit tests and one end-to-end run through lmms_eval; `make test` keeps every check.
 test-fast: install
 	$(PYTEST) -m "not slow or smoke" $(PYTEST_ARGS)
+
+# The bridge's tests and the demo end to end against the installed lmms-eval release, then against a checkout of
+# lmms-eval's main branch put first on the path (git clone https://github.com/EvolvingLMMs-Lab/lmms-eval):
+#   make compat LMMS_EVAL_SRC=../lmms-eval
+COMPAT_TESTS := tests/core/test_bridge.py tests/core/test_lmms_integration.py tests/tasks/test_demo_e2e.py
+LMMS_EVAL_PATH = $(abspath $(LMMS_EVAL_SRC))
+compat: install
+	@test -d "$(LMMS_EVAL_SRC)/lmms_eval" || { echo "make compat LMMS_EVAL_SRC=<a checkout of lmms-eval (the folder holding lmms_eval/)>"; exit 2; }
+	$(PYTEST) $(COMPAT_TESTS)
+	cd / && PYTHONPATH=$(LMMS_EVAL_PATH) $(BIN)/python -c "import lmms_eval; assert lmms_eval.__file__.startswith('$(LMMS_EVAL_PATH)/'), lmms_eval.__file__; print('lmms-eval under test:', lmms_eval.__file__)"
+	PYTHONPATH=$(LMMS_EVAL_PATH) $(PYTEST) $(COMPAT_TESTS)
 
 clean:
 	rm -rf $(VENV) out build *.egg-info

@@ -47,38 +47,44 @@ from pathbind.usage import usage_by_condition
 _HOOK_MARK = "__pathbind_task_hook__"
 # The plugins PathBind itself ships (pyproject's [project.entry-points.pathbind]): their task names come first.
 FIRST_PARTY_PLUGINS = ("pathbind_tasks", "pathbind_models", "pathbind_metrics", "pathbind_analysis")
-# The lmms-eval releases PathBind's tests ran against. Another release runs when every function in HOOKED_SOURCES is
-# unchanged, and stops before any model call when one changed (require_compatible_lmms_eval).
-TESTED_LMMS_EVAL = ("0.7.3",)
-# sha256 of inspect.getsource of each lmms-eval function the bridge wraps or whose behaviour it relies on, as
-# lmms-eval 0.7.3 ships them; `pathbind doctor` reports the ones that differ (hooked_sources_changed).
-HOOKED_SOURCES = {
-    "lmms_eval.tasks:TaskManager.__init__":
-        "f580db828e8ea2b5ea53285d65d564a6b14a9eb625b5e067ba209ba597844940",
-    "lmms_eval.tasks:TaskManager.initialize_tasks":
-        "a337111dbcf5e705299340f5544b400867a1ab2b558b606f54455ee784181641",
-    "lmms_eval.tasks:TaskManager._get_config":
-        "edf0c290475595e8a65d34a54594caa4cafb22c424cacfa8713463ad26633cf2",
-    "lmms_eval.tasks:TaskManager._get_task_and_group":
+# The lmms-eval releases PathBind's tests run against (`make test`: the release; `make compat`: the main branch).
+TESTED_LMMS_EVAL = ("0.7.3", "main 75571cf")
+# sha256 of inspect.getsource of each lmms-eval function the bridge wraps or whose behaviour it relies on: the
+# sources PathBind runs on, 0.7.3's first, then the main branch's where it differs (commit 75571cf, which reports
+# version 0.7.2). Any other source stops a PathBind run before any model call (require_compatible_lmms_eval);
+# a version string alone cannot tell a main-branch install from a release.
+HOOKED_SOURCES: dict[str, tuple[str, ...]] = {
+    "lmms_eval.tasks:TaskManager.__init__": (
+        "f580db828e8ea2b5ea53285d65d564a6b14a9eb625b5e067ba209ba597844940",),
+    "lmms_eval.tasks:TaskManager.initialize_tasks": (
+        "a337111dbcf5e705299340f5544b400867a1ab2b558b606f54455ee784181641",),
+    "lmms_eval.tasks:TaskManager._get_config": (
+        "edf0c290475595e8a65d34a54594caa4cafb22c424cacfa8713463ad26633cf2",),
+    "lmms_eval.tasks:TaskManager._get_task_and_group": (
         "eeac30a395937993712475265a5eb97e79a78e3de6363fa9e54f26a1aefbf990",
-    "lmms_eval.tasks:TaskManager._load_individual_task_or_group":
-        "8f90d5ae3d448758894746d2d1528a21f55a30ff56ff7fa6a8f2aae0d63dfcfe",
-    "lmms_eval.api.task:ConfigurableTask.download":
-        "92e6e3e572f19789bf8c901b64432e9283be483904660cb017c5e4443406fbd9",
-    "lmms_eval.evaluator:simple_evaluate":
+        "446735b725a647f323a548fad8f7b84902156216d24689782196e341871a6fee"),
+    "lmms_eval.tasks:TaskManager._load_individual_task_or_group": (
+        "8f90d5ae3d448758894746d2d1528a21f55a30ff56ff7fa6a8f2aae0d63dfcfe",),
+    "lmms_eval.api.task:ConfigurableTask.download": (
+        "92e6e3e572f19789bf8c901b64432e9283be483904660cb017c5e4443406fbd9",),
+    "lmms_eval.evaluator:simple_evaluate": (
         "1b3c3feda517631d0efde10febef21c839d6323fe34e87ffbe91a7f885892f94",
-    "lmms_eval.evaluator:evaluate":
+        "eb82b9d222eeb699437b70f053ec39c940285cef51c1ec44656a68ae77208cb3"),
+    "lmms_eval.evaluator:evaluate": (
         "17c70978141ea7a5882ea018d739c1dede908615cd6cc42cc2c7bd49d8fc905f",
-    "lmms_eval.utils:make_table":
-        "9b57aad72e6d74fbb21b5d3f54f87860af9477100c76f1ecd493e857165379f9",
-    "lmms_eval.__main__:cli_evaluate":
+        "3bfc63133de12c55914b81766455561a1ff9255174631ea7a6cf13548e3bd67e"),
+    "lmms_eval.utils:make_table": (
+        "9b57aad72e6d74fbb21b5d3f54f87860af9477100c76f1ecd493e857165379f9",),
+    "lmms_eval.__main__:cli_evaluate": (
         "3dc4c52220265285dd9cbfac8192d6ca1cb18082b0d4c7b6bebb824cd2a135db",
-    "lmms_eval.__main__:cli_evaluate_single":
+        "c2449f720c12938671fb2ffa1a86caa18f602f0d3eacd9e5ef2694acaf875d18"),
+    "lmms_eval.__main__:cli_evaluate_single": (
         "b93ab192598fdf168c64902b3165bb27c9ca4ca9ab25686b3b180b2d68daf352",
-    "lmms_eval.cli.tasks_cmd:run_tasks":
-        "920bfe137fdbb0699eb0b15f0f7253c9865847a281dfa5092eb82926c4dc6bbc",
-    "lmms_eval.models.registry_v2:ModelRegistryV2.load_entrypoint_manifests":
-        "ebe48be47f6f1552199bff14d0c8355aa9b2a6e89e48cd1a06d2ed0c161d9a6c",
+        "1e1736ff42c739f7f6c52e1d3af691916d68f82ccfb4b0a350a1dc9d1142857e"),
+    "lmms_eval.cli.tasks_cmd:run_tasks": (
+        "920bfe137fdbb0699eb0b15f0f7253c9865847a281dfa5092eb82926c4dc6bbc",),
+    "lmms_eval.models.registry_v2:ModelRegistryV2.load_entrypoint_manifests": (
+        "ebe48be47f6f1552199bff14d0c8355aa9b2a6e89e48cd1a06d2ed0c161d9a6c",),
 }
 
 
@@ -658,21 +664,17 @@ class IncompatibleLmmsEval(RuntimeError):
 
 @functools.cache
 def compatibility_problem() -> str:
-    """Why PathBind cannot run on the installed lmms-eval, or "" when it can: a tested release, or an untested one
-    (a newer release, a main-branch install) whose hooked functions are all unchanged. Checked once per process."""
-    installed = installed_version("lmms-eval")
-    if installed in TESTED_LMMS_EVAL:
-        return ""
-    tested = ", ".join(TESTED_LMMS_EVAL)
+    """Why PathBind cannot run on the installed lmms-eval, or "" when it can: every function it hooks has a source it
+    runs on (HOOKED_SOURCES), whatever the version says. Checked once per process (about 0.1 s)."""
     changed = hooked_sources_changed()
     if not changed:
-        logger.info(f"pathbind: lmms-eval {installed} is not a release PathBind was tested with ({tested}); every "
-                    f"lmms-eval function PathBind hooks is unchanged, so it runs")
         return ""
-    return (f"lmms-eval {installed} is not a release PathBind was tested with ({tested}), and lmms-eval functions "
-            f"PathBind hooks changed: {', '.join(changed)}. PathBind stops rather than risk a wrong run: install "
-            f"lmms-eval {TESTED_LMMS_EVAL[-1]} (pip install 'lmms-eval=={TESTED_LMMS_EVAL[-1]}') or a PathBind "
-            f"release that supports {installed}")
+    installed = installed_version("lmms-eval")
+    tested = ", ".join(TESTED_LMMS_EVAL)
+    return (f"lmms-eval {installed} is not one PathBind runs on (tested: {tested}): lmms-eval functions PathBind "
+            f"hooks changed: {', '.join(changed)}. PathBind stops rather than risk a wrong run: install lmms-eval "
+            f"{TESTED_LMMS_EVAL[0]} (pip install 'lmms-eval=={TESTED_LMMS_EVAL[0]}') or a PathBind release that "
+            f"supports this one")
 
 
 def require_compatible_lmms_eval() -> None:
@@ -683,14 +685,14 @@ def require_compatible_lmms_eval() -> None:
 
 
 def hooked_sources_changed() -> list[str]:
-    """The lmms-eval functions in HOOKED_SOURCES whose source is not the one PathBind was written against (or
-    that no longer exist); empty when all match."""
+    """The lmms-eval functions in HOOKED_SOURCES whose source is none PathBind runs on (or that no longer exist);
+    empty when all match."""
     changed = []
-    for qualified, expected in HOOKED_SOURCES.items():
+    for qualified, accepted in HOOKED_SOURCES.items():
         try:
             found = source_hash(qualified)
         except Exception:
             found = ""
-        if found != expected:
+        if found not in accepted:
             changed.append(qualified)
     return changed

@@ -208,16 +208,17 @@ def test_summary_and_report_show_the_accounting_of_a_real_run(tmp_path, limited_
             in (tmp_path / "report" / "report.md").read_text())
 
 
-def test_doctor_warns_about_each_hooked_lmms_eval_function_whose_source_changed(monkeypatch):
-    """The bridge's recorded source hash of one hooked function no longer matches: one WARN naming it."""
+def test_doctor_fails_on_each_hooked_lmms_eval_function_whose_source_changed(monkeypatch):
+    """The bridge's recorded source hash of one hooked function no longer matches: one FAIL naming it (PathBind's
+    runs stop on such an install)."""
     import pathbind.bridge
     from pathbind.doctor import _hooked_sources
 
     if not hasattr(pathbind.bridge, "HOOKED_SOURCES"):
         pytest.skip("this bridge records no hooked sources")
-    monkeypatch.setitem(pathbind.bridge.HOOKED_SOURCES, "lmms_eval.utils:make_table", "0" * 64)
+    monkeypatch.setitem(pathbind.bridge.HOOKED_SOURCES, "lmms_eval.utils:make_table", ("0" * 64,))
     [check] = _hooked_sources()
-    assert (check.name, check.status) == ("hooked source lmms_eval.utils:make_table", "WARN")
+    assert (check.name, check.status) == ("hooked source lmms_eval.utils:make_table", "FAIL")
 
 
 def test_the_command_line_starts_without_the_libraries_its_commands_use(tmp_path):
