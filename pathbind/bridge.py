@@ -85,6 +85,14 @@ HOOKED_SOURCES: dict[str, tuple[str, ...]] = {
         "920bfe137fdbb0699eb0b15f0f7253c9865847a281dfa5092eb82926c4dc6bbc",),
     "lmms_eval.models.registry_v2:ModelRegistryV2.load_entrypoint_manifests": (
         "ebe48be47f6f1552199bff14d0c8355aa9b2a6e89e48cd1a06d2ed0c161d9a6c",),
+    # --use_cache for PathBind models (pathbind_models.cache wraps these three)
+    "lmms_eval.caching.response_cache:ResponseCache.create": (
+        "4657055a88cd8258cfc74cb25689437277d6455e840786fc11f7ddc24e6043b9",
+        "ab02fed9f20230fc8fbc435e8b275f9a498bf99e21ae72904de5f6bdc3320f21"),
+    "lmms_eval.caching.response_cache:ResponseCache.execute": (
+        "e552c11a2139e999906b828717318dab7c2fdb7274c4bd08b3166215b575a103",),
+    "lmms_eval.caching.response_cache:ResponseCache._is_valid_response": (
+        "b3d6ad6783051708fe76d8e297c71023a16f550baca2bb7724ac364b4b0c4937",),
 }
 
 
