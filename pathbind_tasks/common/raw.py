@@ -32,7 +32,6 @@ MCQ_FEATURES = datasets.Features({"id": TEXT, "image": datasets.Image(), "questi
                                   "options": datasets.List(TEXT), "answer": TEXT, "dimension": TEXT, "source": TEXT})
 
 
-
 def with_doc_error(features: datasets.Features) -> datasets.Features:
     """A schema plus ``doc_error``: why a converted row's data cannot be evaluated ("" when it can)."""
     return datasets.Features({**features, "doc_error": TEXT})
@@ -60,7 +59,7 @@ def text_field(value: Any, field: str) -> str:
     """
     if isinstance(value, str):
         return value
-    if value is None or (isinstance(value, float) and value != value):
+    if _missing(value):
         raise BadField(field, "is missing", detail="null")
     raise BadField(field, f"is a {type(value).__name__}, not text", value)
 
@@ -82,7 +81,11 @@ def text_or_empty(value: Any) -> str:
 
 def optional_text(value: Any, field: str) -> str | None:
     """:func:`text_field` for a field that may be missing (None or NaN)."""
-    return None if value is None or (isinstance(value, float) and value != value) else text_field(value, field)
+    return None if _missing(value) else text_field(value, field)
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and value != value)  # NaN: pandas' missing value
 
 
 def require(present: Iterable[str], required: Iterable[str], *, dataset: str, folder: str,
