@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pathbind_analysis.report.accounting import accounting_section
-from pathbind_analysis.report.data_check import data_notes
+from pathbind_analysis.report.data_notes import data_notes
 from pathbind_analysis.report.document import Section, Table, write_html, write_markdown
 from pathbind_analysis.report.faithfulness import faithfulness_section
 from pathbind_analysis.report.fmt import cells

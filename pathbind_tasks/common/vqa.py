@@ -65,17 +65,21 @@ def with_item_checks(docs: datasets.Dataset) -> datasets.Dataset:
 
 
 def item_problem(doc: dict[str, Any]) -> str:
-    """Why the data of one item cannot be scored, whatever the model answers ("" when it can)."""
-    try:
-        if not text_field(doc.get("question"), "question").strip():
-            return "field 'question' is empty"
-    except BadField as exc:
-        return str(exc)
+    """Why the data of one item cannot be scored, whatever the model answers ("" when it can): its question, then
+    its options and reference (the judge of its format raises on those)."""
     try:
         JUDGES[format_of(doc)](doc, "")
     except (KeyError, ValueError) as exc:
-        return scoring_failure(exc)
-    return ""
+        return question_problem(doc) or scoring_failure(exc)
+    return question_problem(doc)
+
+
+def question_problem(doc: dict[str, Any]) -> str:
+    """Why the item's question cannot be asked ("" when it can)."""
+    try:
+        return "" if text_field(doc.get("question"), "question").strip() else "field 'question' is empty"
+    except BadField as exc:
+        return str(exc)
 
 
 def condition_sets(convert: Converter | None = None) -> tuple[Converter, Converter, Converter]:
@@ -176,10 +180,10 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
         text = results[0] if results else ""
         if format_of(doc) not in JUDGES:
             raise ValueError(f"field 'answer_format': {format_of(doc)!r} is not one of {', '.join(JUDGES)}")
-        problem = item_problem(doc)  # only a document that did not come through vqa_docs can have one
+        problem = question_problem(doc)  # only a document that did not come through vqa_docs can have one
         if problem:
             raise ValueError(problem)
-        parsed, reference = JUDGES[format_of(doc)](doc, text)
+        parsed, reference = JUDGES[format_of(doc)](doc, text)  # raises on options or a reference at fault
         failure = no_answer_reason(text)
         parsed = None if failure else parsed
         record.update(reference=reference, parsed=parsed, valid=parsed is not None, correct=parsed == reference,
