@@ -56,7 +56,7 @@ test-fast: install
 # The bridge's tests and the demo end to end against the installed lmms-eval release, then against a checkout of
 # lmms-eval's main branch put first on the path (git clone https://github.com/EvolvingLMMs-Lab/lmms-eval):
 #   make compat LMMS_EVAL_SRC=../lmms-eval
-COMPAT_TESTS := tests/core/test_bridge.py tests/core/test_lmms_integration.py tests/tasks/test_demo_e2e.py \
+COMPAT_TESTS := tests/core/test_seam.py tests/core/test_lmms_integration.py tests/tasks/test_demo_e2e.py \
 	tests/models/test_use_cache.py
 LMMS_EVAL_PATH = $(abspath $(LMMS_EVAL_SRC))
 compat: install

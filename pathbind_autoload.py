@@ -1,4 +1,4 @@
-"""torch's extension autoload (entry-point group ``torch.backends``) starting PathBind's lmms-eval bridge.
+"""torch's extension autoload (entry-point group ``torch.backends``) starting PathBind's lmms-eval seam.
 
 ``import torch``, which ``lmms_eval.tasks`` does, calls :func:`start`, so PathBind's tasks are indexed even in
 processes that never import ``lmms_eval.models`` (``lmms-eval tasks list``, a ``TaskManager()`` built first).
@@ -8,9 +8,9 @@ and nothing escapes :func:`start`; ``TORCH_DEVICE_BACKEND_AUTOLOAD=0`` turns it 
 
 
 def start() -> None:
-    """Watch for lmms-eval's modules (``pathbind.bridge.watch_lmms_eval``); a failure is reported, never raised."""
+    """Watch for lmms-eval's modules (``pathbind.lmms.watch.watch_lmms_eval``); a failure is reported, never raised."""
     try:
-        from pathbind.bridge import watch_lmms_eval
+        from pathbind.lmms.watch import watch_lmms_eval
 
         watch_lmms_eval()
     except KeyboardInterrupt:
@@ -18,5 +18,5 @@ def start() -> None:
     except BaseException as exc:  # a broken PathBind install must not break `import torch`
         import sys
 
-        print(f"pathbind: lmms-eval bridge not started ({type(exc).__name__}: {exc}); see `pathbind doctor`",
+        print(f"pathbind: lmms-eval seam not started ({type(exc).__name__}: {exc}); see `pathbind doctor`",
               file=sys.stderr)

@@ -13,7 +13,7 @@ import time
 
 from lmms_eval.tasks import TaskManager
 
-from pathbind.bridge import install_task_hook
+from pathbind.lmms.tasks import install_task_hook
 
 
 def seconds_to_index() -> float:

@@ -24,6 +24,7 @@ from typing import Any
 
 from pathbind.catalog import plugin_tasks, read_task_yaml
 from pathbind.data import DATA_ENV, DataLocationError, apply_data_root, data_name
+from pathbind.lmms.running import Ledger, RunningTask, running
 from pathbind.plugins import PluginManager
 
 DATA_KEYS = ("dataset_path", "dataset_name", "dataset_kwargs", "test_split")
@@ -283,11 +284,13 @@ def run_plan(plan: Plan) -> TaskReport:
         if report.split not in dataset:
             raise ValueError(f"no split {report.split!r} (the task evaluates it); the data has "
                            f"{', '.join(report.splits) or 'none'}")
-        docs = _function(plan.process_docs)(dataset[report.split])
+        with running(RunningTask(plan.task, (config.get("dataset_kwargs") or {}).get("data_files"),
+                                 config.get("dataset_path"))) as task:
+            docs = _function(plan.process_docs)(dataset[report.split])
     except Exception as exc:
         report.error = f"{type(exc).__name__}: {exc}"
         return report
-    read_documents(report, docs)
+    read_ledger(report, docs, task.ledger)
     return report
 
 
@@ -314,18 +317,12 @@ def _function(path: str | None) -> Callable[[Any], Any]:
     return getattr(importlib.import_module(module), name)
 
 
-def read_documents(report: TaskReport, docs: Any) -> None:
-    """The ledger the documents carry (images never decoded)."""
-    from pathbind_tasks.common.accounting import COLUMN, Ledger
-
+def read_ledger(report: TaskReport, docs: Any, ledger: Ledger | None) -> None:
+    """The ledger the task's ``process_docs`` kept (None: it keeps none)."""
     if len(docs) == 0:
         report.error = "its process_docs returned no documents: nothing to evaluate"
         return
-    if COLUMN not in docs.column_names:
-        return
-    encoded = docs.select_columns([COLUMN])[0][COLUMN]
-    if encoded:
-        ledger = Ledger.decode(encoded)
+    if ledger is not None and ledger.kept is not None:
         report.rows, report.kept, report.selection = ledger.rows, ledger.kept, sorted(ledger.selection)
         report.dropped, report.examples = dict(ledger.dropped), dict(ledger.examples)
 

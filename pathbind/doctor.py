@@ -8,12 +8,11 @@ import platform
 import sys
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, requires, version
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pathbind.bridge import TESTED_LMMS_EVAL
 from pathbind.catalog import DataLocation, TaskEntry, plugin_tasks
 from pathbind.data import DATA_ENV, DataLocationError, DataOverrideError, data_root
+from pathbind.lmms.patches import TESTED_LMMS_EVAL
 from pathbind.plugins import PluginManager
 from pathbind.templates import template_names
 
@@ -37,7 +36,7 @@ def run_checks(pm: PluginManager, *, check_data: bool = True) -> list[Check]:
     entries = plugin_tasks(pm)
     contributions = [*_templates(pm), *_models(pm), *_metrics(pm)]  # before _plugins: hooks record failures
     checks = [_python(), _lmms_eval(), _torch(), *_hf_libraries(), *_plugins(pm), *contributions,
-              *_task_conflicts(pm, entries), *_yaml_loads(entries)]
+              *_task_conflicts(pm), *_yaml_loads(entries)]
     checks += [*_task_index(pm, entries), *_hooked_sources()]
     if check_data:
         checks += [_data_root(), *(_data(e) for e in entries if e.data is not None)]
@@ -137,42 +136,24 @@ def _metrics(pm: PluginManager) -> list[Check]:
     return [Check("metrics", "OK", f"{len(metrics)} found: {', '.join(sorted(metrics))}")]
 
 
-def _task_conflicts(pm: PluginManager, entries: list[TaskEntry]) -> list[Check]:
-    """A task or group name defined by more than one plugin: lmms-eval can run only one of them."""
-    from_bridge = _bridge_task_conflicts(pm)
-    if from_bridge is not None:
-        return from_bridge
-    paths: dict[str, dict[Path, str]] = {}  # a bridge without the report: compare the plugins' YAMLs
-    for entry in (e for e in entries if e.kind in ("task", "group")):
-        paths.setdefault(entry.name, {})[entry.yaml_path] = entry.plugin
-    return [Check(f"task {name}", "FAIL", "defined by " + " and ".join(
-        f"plugin {plugin!r} ({path})" for path, plugin in sorted(found.items())) + "; rename all but one")
-        for name, found in sorted(paths.items()) if len(found) > 1]
+def _task_conflicts(pm: PluginManager) -> list[Check]:
+    """A task or group name defined by more than one plugin: lmms-eval can run only one of them (one message per
+    conflict, naming both plugins and files)."""
+    from pathbind.lmms.tasks import task_conflicts
 
-
-def _bridge_task_conflicts(pm: PluginManager) -> list[Check] | None:
-    """The bridge's task-name conflict report (``pathbind.bridge.task_conflicts(pm)``, one message per conflict
-    naming both plugins and files), None for a bridge without it."""
-    import pathbind.bridge
-
-    report = getattr(pathbind.bridge, "task_conflicts", None)
-    if not callable(report):
-        return None
     try:
-        return [Check("task names", "FAIL", str(message)) for message in report(pm)]
+        return [Check("task names", "FAIL", message) for message in task_conflicts(pm)]
     except Exception as exc:
         return [Check("task names", "FAIL", f"cannot check task-name conflicts: {type(exc).__name__}: {exc}")]
 
 
 def _hooked_sources() -> list[Check]:
-    """lmms-eval methods PathBind wraps whose source is none PathBind runs on (its runs stop on such an install)."""
-    import pathbind.bridge
+    """lmms-eval functions PathBind wraps or relies on whose source is none PathBind runs on (its runs stop on such
+    an install)."""
+    from pathbind.lmms.patches import hooked_sources_changed
 
-    changed = getattr(pathbind.bridge, "hooked_sources_changed", None)
-    if not callable(changed):
-        return []
     try:
-        found = changed()
+        found = hooked_sources_changed()
     except Exception as exc:
         return [Check("hooked sources", "FAIL", f"cannot compare lmms-eval's hooked methods: {exc}")]
     if not found:
@@ -180,19 +161,19 @@ def _hooked_sources() -> list[Check]:
     tested = ", ".join(TESTED_LMMS_EVAL)
     return [Check(f"hooked source {name}", "FAIL", f"not a source PathBind runs on (tested: lmms-eval {tested}); "
                   f"PathBind tasks and models stop before any model call on this lmms-eval")
-            for name in sorted(map(str, found))]
+            for name in found]
 
 
 def _yaml_loads(entries: list[TaskEntry]) -> list[Check]:
     """Each YAML through lmms-eval's own loader, ``!function`` targets included."""
-    from lmms_eval.utils import load_yaml_config
+    from pathbind.lmms.tasks import load_task_yaml
 
     checks = []
     for entry in entries:
         try:
             if entry.error:
                 raise ValueError(entry.error)
-            load_yaml_config(str(entry.yaml_path), mode="full")
+            load_task_yaml(entry.yaml_path)
         except Exception as exc:
             checks.append(Check(f"yaml {entry.yaml_path}", "FAIL", f"{type(exc).__name__}: {exc}"))
     return checks or [Check("yaml", "OK", f"{len(entries)} YAML files load")]
@@ -200,14 +181,13 @@ def _yaml_loads(entries: list[TaskEntry]) -> list[Check]:
 
 def _task_index(pm: PluginManager, entries: list[TaskEntry]) -> list[Check]:
     """The hook works when lmms-eval's own TaskManager resolves every plugin task to its YAML."""
-    from pathbind.bridge import install_task_hook
-
-    if not install_task_hook(pm):
-        return [Check("task hook", "FAIL", "lmms-eval changed TaskManager; pass plugin task dirs with --include_path")]
-    from lmms_eval.tasks import TaskManager
+    from pathbind.lmms.tasks import task_index
 
     print("pathbind doctor: indexing lmms-eval tasks (about 10 s)...", file=sys.stderr, flush=True)
-    index = TaskManager("ERROR").task_index
+    try:
+        index = task_index(pm)
+    except ValueError:
+        return [Check("task hook", "FAIL", "lmms-eval changed TaskManager; pass plugin task dirs with --include_path")]
     checks = []
     for entry in (e for e in entries if e.kind in ("task", "group")):
         found = index.get(entry.name, {}).get("yaml_path")

@@ -15,7 +15,7 @@ from PIL import Image
 from tqdm import tqdm
 
 from pathbind.requests import MODEL_FAILED, AttentionRequest, AttentionResponse, decode_request
-from pathbind_models import cache, occlusion
+from pathbind_models import occlusion
 from pathbind_models.adapter import Adapter
 
 Pending = tuple[int, list[Image.Image], str, dict[str, Any]]  # request index, images, prompt, generation settings
@@ -37,7 +37,6 @@ class AdapterModel(lmms):
     def __init__(self, batch_size: int | str = 1, max_batch_size: int | str | None = None, device: str = "cpu",
                  **adapter_kwargs: Any) -> None:
         super().__init__()
-        cache.install()  # before lmms-eval builds its --use_cache ResponseCache
         self.batch_size = int(batch_size)
         self._device = torch.device(device)
         self.adapter: Adapter = self.make_adapter(**adapter_kwargs)

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pathbind.lmms_output import SampleLogError, read_sample_log
+from pathbind.lmms_output import ResultsError, SampleLogError, load_results, read_sample_log
+from pathbind.summary import read_accounting
 from pathbind_analysis.curation.errors import CurationInputError
 from pathbind_analysis.curation.logs import read_logs
 from pathbind_metrics.parsing import SPECIFICITY_LABELS
+from pathbind_tasks.common.accounting import NOT_EVALUATED
 
 RECORD_KEYS = frozenset({"id", "split", "judgement", "reason"})  # what pathbind_pathvg_specificity logs per item
 TASK = "pathbind_pathvg_specificity"
@@ -26,7 +27,7 @@ class Judge:
     labels: dict[str, str | None] = field(default_factory=dict)
     reasons: dict[str, str] = field(default_factory=dict)  # item id -> why its judgement is invalid
     items: dict[str, dict[str, str]] = field(default_factory=dict)  # item id -> its split and expression
-    rows: dict[str, int] = field(default_factory=dict)  # split -> rows the task read (its accounting ledger)
+    rows: dict[str, int] = field(default_factory=dict)  # split -> items its data gave (the run's accounting)
     files: list[Path] = field(default_factory=list)
     skipped_files: list[str] = field(default_factory=list)  # "file: why", for logs found in a folder
 
@@ -44,7 +45,7 @@ def read_judge(name: str, paths: list[Path]) -> Judge:
 
 def _read_file(file: Path, judge: Judge, seen_at: dict[str, str]) -> str:
     """Add the file's judgements; return why it has none ("" when it has some)."""
-    records, unjudged = 0, ""
+    records, unjudged, splits = 0, "", set()
     try:
         for number, sample in read_sample_log(file):
             record = next((v for v in sample.values() if isinstance(v, dict) and v.keys() >= RECORD_KEYS), None) \
@@ -54,6 +55,7 @@ def _read_file(file: Path, judge: Judge, seen_at: dict[str, str]) -> str:
                 continue
             records += 1
             _add(judge, record, f"{file}:{number}", seen_at)
+            splits.add(str(record["split"]))
     except SampleLogError as exc:
         raise CurationInputError(str(exc)) from exc
     if not records:
@@ -62,6 +64,9 @@ def _read_file(file: Path, judge: Judge, seen_at: dict[str, str]) -> str:
         raise CurationInputError(f"{unjudged}: no specificity judgement, unlike the file's other lines; the log is "
                                  "damaged: write it again with lmms_eval --log_samples")
     judge.files.append(file)
+    items = _items_in_data(file) if len(splits) == 1 else None
+    if items is not None:
+        judge.rows[splits.pop()] = items
     return ""
 
 
@@ -78,21 +83,19 @@ def _add(judge: Judge, record: dict[str, Any], where: str, seen_at: dict[str, st
     if label is None:
         judge.reasons[item] = str(record["reason"])
     judge.items[item] = {"split": str(record["split"]), "expression": str(record.get("expression") or "")}
-    rows = _ledger_rows(record.get("accounting"))
-    if rows is not None:
-        judge.rows[judge.items[item]["split"]] = rows
     seen_at[item] = where
 
 
-def _ledger_rows(value: Any) -> int | None:
-    # The task's accounting ledger (pathbind_tasks.common.accounting) says how many items its data gave: the rows
-    # kept (a row dropped as a fault of the data is never judged, whatever the --limit), else all rows read.
+def _items_in_data(log: Path) -> int | None:
+    """How many items the task's data gave (kept by its ``process_docs``, whatever the ``--limit``): from the
+    ``accounting`` of the results file lmms-eval wrote beside the log in the same run; None without one."""
+    stamp, _, task = log.name.removesuffix(".gz").removesuffix(".jsonl").partition("_samples_")
+    results = log.parent / f"{stamp}_results.json"
     try:
-        ledger = json.loads(value)
-        rows = ledger["kept"] if isinstance(ledger.get("kept"), int) else ledger["rows"]
-    except (TypeError, ValueError, KeyError, AttributeError):
+        ledger = read_accounting(load_results(results).results.get(task, {}).get("accounting,none"))
+    except ResultsError:
         return None
-    return rows if isinstance(rows, int) else None
+    return None if ledger is None else ledger[1] + ledger[2].get(NOT_EVALUATED, 0)
 
 
 def consensus(judges: list[Judge]) -> tuple[list[dict[str, Any]], dict[str, Any]]:

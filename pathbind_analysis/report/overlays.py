@@ -11,13 +11,13 @@ from typing import Any
 
 import numpy as np
 
+from pathbind.lmms.tasks import task_documents
 from pathbind.lmms_output import task_samples
 from pathbind.requests import AttentionResponse
 from pathbind_analysis.report.document import Figure, Note, Section
 from pathbind_analysis.report.figures import new_figure, save
 from pathbind_analysis.report.grounding import grounding_tasks
 from pathbind_analysis.report.runs import Run
-from pathbind_analysis.report.task_docs import load_task_docs
 from pathbind_metrics.grounding import heat_map, view_pixels
 from pathbind_metrics.grounding_aggregations import Q_DEFAULT
 from pathbind_tasks.common.images import rgb_image
@@ -66,7 +66,7 @@ def _task_overlays(runs: list[Run], task: str, out: Path, n_items: int) -> list[
     if not logged:
         return notes
     try:
-        docs = load_task_docs(task)
+        docs = task_documents(task)
     except ValueError as exc:
         return [*notes, Note(f"no overlays for {task}: {exc}")]
     for group, doc_ids in choose_items(logged, n_items).items():

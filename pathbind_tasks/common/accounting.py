@@ -3,9 +3,9 @@
 A task's ``process_docs`` opens a ledger with :func:`counting` over the rows lmms-eval hands it (before any
 ``--limit``); its conversion reports each row it leaves out with :func:`drop`, marked ``selection=True`` when
 leaving it out is the task's definition (Path-VQA's open-ended questions) rather than a fault in the data, which
-``pathbind data check`` fails on. :meth:`Ledger.close` checks ``rows == kept + dropped`` and writes the ledger
-into every document's ``accounting`` column. The scorers copy it into each record, so it reaches the
-``accounting`` aggregation through lmms-eval itself, identically for 1 or N processes. The aggregation reports
+``pathbind data check`` fails on. :func:`close` checks ``rows == kept + dropped``. The ledger stays with the running
+task (``pathbind.lmms.running``), never in documents or records: the seam hands it to the task's ``accounting``
+aggregation, which every rank could compute alike (each builds the whole task before sharding). It reports
 ``{"rows", "evaluated", "dropped": {reason: count}}``: items kept but not evaluated (``--limit``, or no condition
 answered) are dropped with that reason, and a task that dropped rows says so in one warning line.
 
@@ -16,66 +16,37 @@ never charged to the model as an invalid answer.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import Any
 
 import datasets
 from loguru import logger
 
+from pathbind.lmms.running import Ledger, running_task
 from pathbind_tasks.common.harness import task_name
 
-COLUMN = "accounting"
 NOT_EVALUATED = "beyond --limit, or every condition skipped for this model"
 FAULT_COLUMNS = ("doc_error", "image_error")  # why a row's data cannot be evaluated ("" when it can)
 UNACCOUNTED = "unaccounted for by the task's conversion (a PathBind bug; please report it)"
 
 
-@dataclass
-class Ledger:
-    """The rows a task read and the reasons it dropped some; ``kept`` once closed."""
+def close(ledger: Ledger, docs: datasets.Dataset) -> datasets.Dataset:
+    """``docs`` (one per kept item, before conditions), unchanged, after counting them as the ledger's ``kept``.
 
-    rows: int
-    task: str | None = None
-    dropped: Counter[str] = field(default_factory=Counter)
-    kept: int | None = None
-    selection: set[str] = field(default_factory=set)  # the reasons in ``dropped`` that define the task
-    examples: dict[str, str] = field(default_factory=dict)  # a fault's reason -> its first item and detail
-
-    def close(self, docs: datasets.Dataset) -> datasets.Dataset:
-        """``docs`` (one per kept item, before conditions) with the ledger in an ``accounting`` column.
-
-        Idempotent, so a shared ``process_docs`` called inside another's ledger leaves the closing to it.
-        """
-        if self.kept is not None:
-            return docs
-        self.kept = len(set(docs["id"]))
-        missing = self.rows - self.kept - sum(self.dropped.values())
-        if missing:
-            logger.error(f"task {self.task or '?'}: {missing} of {self.rows} rows are neither kept nor dropped with "
-                         f"a reason; they are counted as {UNACCOUNTED!r}")
-            self.dropped[UNACCOUNTED] += missing
-        return docs.add_column(COLUMN, [self.encode()] * len(docs))
-
-    def encode(self) -> str:
-        encoded: dict[str, Any] = {"task": self.task, "rows": self.rows, "kept": self.kept,
-                                   "dropped": dict(self.dropped)}
-        if self.selection:  # only when there is one: ledgers without it read as before
-            encoded["selection"] = sorted(self.selection)
-        if self.examples:
-            encoded["examples"] = self.examples
-        return json.dumps(encoded)
-
-    @classmethod
-    def decode(cls, text: str) -> Ledger:
-        """The ledger :meth:`encode` wrote (closed: ``kept`` is set)."""
-        fields = json.loads(text)
-        return cls(fields["rows"], fields.get("task"), Counter(fields["dropped"]), fields["kept"],
-                   set(fields.get("selection", ())), dict(fields.get("examples", {})))
+    Idempotent, so a shared ``process_docs`` called inside another's ledger leaves the closing to it.
+    """
+    if ledger.kept is not None:
+        return docs
+    ledger.kept = len(set(docs["id"]))
+    missing = ledger.rows - ledger.kept - sum(ledger.dropped.values())
+    if missing:
+        logger.error(f"task {task_name() or '?'}: {missing} of {ledger.rows} rows are neither kept nor dropped "
+                     f"with a reason; they are counted as {UNACCOUNTED!r}")
+        ledger.dropped[UNACCOUNTED] += missing
+    return docs
 
 
 _open: ContextVar[Ledger | None] = ContextVar("pathbind_ledger", default=None)
@@ -83,12 +54,16 @@ _open: ContextVar[Ledger | None] = ContextVar("pathbind_ledger", default=None)
 
 @contextmanager
 def counting(dataset: datasets.Dataset) -> Iterator[Ledger]:
-    """The ledger of the rows of ``dataset``, open while a task's documents are built (the open one if any)."""
+    """The ledger of the rows of ``dataset``, open while a task's documents are built (the open one if any), and
+    handed to the running task, whose ``accounting`` aggregation reads it."""
     current = _open.get()
     if current is not None:
         yield current
         return
-    ledger = Ledger(len(dataset), task_name())
+    ledger = Ledger(len(dataset))
+    task = running_task()
+    if task is not None:
+        task.ledger = ledger
     token = _open.set(ledger)
     try:
         yield ledger
@@ -160,19 +135,20 @@ def read_rows(count: int) -> None:
 
 
 def accounting(records: Sequence[Mapping]) -> dict[str, Any]:
-    """The ``accounting`` aggregation: ``{"rows", "evaluated", "dropped": {reason: count}}`` of one task."""
-    ledgers = {str(r.get(COLUMN)) for r in records}
+    """The ``accounting`` aggregation: ``{"rows", "evaluated", "dropped": {reason: count}}`` of the running task,
+    from the ledger its ``process_docs`` kept (in this process: every rank builds the whole task) and the items
+    whose records came back."""
+    task = running_task()
+    ledger = task.ledger if task is not None else None
     evaluated = len({str(r["id"]) for r in records})
-    if len(ledgers) != 1 or "None" in ledgers:
-        logger.error(f"accounting: the records carry {len(ledgers)} different ledgers (or none); the rows cannot be "
-                     f"accounted for")
+    if ledger is None or ledger.kept is None:
+        logger.error(f"accounting: task {task_name() or '?'} kept no row ledger; its rows cannot be accounted for")
         return {"rows": None, "evaluated": evaluated, "dropped": {}}
-    ledger = json.loads(ledgers.pop())
-    dropped = Counter(ledger["dropped"])
-    dropped[NOT_EVALUATED] += ledger["kept"] - evaluated
+    dropped = Counter(ledger.dropped)
+    dropped[NOT_EVALUATED] += ledger.kept - evaluated
     dropped = Counter({reason: n for reason, n in dropped.items() if n})
     if dropped:
         reasons = ", ".join(f"{reason}: {n}" for reason, n in dropped.most_common())
-        logger.warning(f"task {ledger['task'] or '?'}: {sum(dropped.values())} of {ledger['rows']} rows were not "
+        logger.warning(f"task {task_name() or '?'}: {sum(dropped.values())} of {ledger.rows} rows were not "
                        f"evaluated ({reasons}); see 'accounting' in results.json")
-    return {"rows": ledger["rows"], "evaluated": evaluated, "dropped": dict(sorted(dropped.items()))}
+    return {"rows": ledger.rows, "evaluated": evaluated, "dropped": dict(sorted(dropped.items()))}

@@ -15,7 +15,8 @@ from PIL import Image, ImageFilter
 from pyarrow.lib import ArrowException
 
 from pathbind_metrics.aggregations import ABLATION_CONDITIONS
-from pathbind_tasks.common.accounting import counting, without_faults
+from pathbind_tasks.common.accounting import close, counting, without_faults
+from pathbind_tasks.common.harness import task_name
 from pathbind_tasks.common.images import image_problem, max_pixels
 
 WITH_AND_WITHOUT_IMAGE = ("image", "text")
@@ -44,7 +45,7 @@ def with_conditions(conditions: Sequence[str], convert: Converter | None = None)
     def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
         with counting(dataset) as ledger:
             docs = convert(dataset) if convert else dataset
-            docs = ledger.close(without_faults(with_readable_images(docs), "task " + str(ledger.task or "?")))
+            docs = close(ledger, without_faults(with_readable_images(docs), "task " + str(task_name() or "?")))
         parts = [_condition(docs, condition) for condition in conditions]
         return item_by_item(datasets.concatenate_datasets(parts), len(docs))
 

@@ -53,7 +53,7 @@ def response_scorer(kind: str, metrics: tuple[str, ...], fields: dict[str, str],
     """
 
     def process_results(doc: Record, results: list[str]) -> Record:
-        base = {"id": str(doc.get("id")), "accounting": doc.get("accounting"),
+        base = {"id": str(doc.get("id")),
                 **{key: doc.get(column) for key, column in fields.items()}}
         text = results[0] if results else ""
         try:

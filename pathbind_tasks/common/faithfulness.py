@@ -25,7 +25,7 @@ from pathbind import render_template
 from pathbind.requests import OcclusionRequest, OcclusionResponse
 from pathbind_metrics import faithfulness_aggregations as fa
 from pathbind_tasks.common import box_rows
-from pathbind_tasks.common.accounting import counting
+from pathbind_tasks.common.accounting import close, counting
 from pathbind_tasks.common.failures import response_scorer
 from pathbind_tasks.common.images import rgb_image
 from pathbind_tasks.common.ordering import in_id_order
@@ -35,7 +35,7 @@ COLUMNS = ("id", "image", "expression", "bbox", "width", "height")
 OPTIONS, REFERENCE = ("Yes", "No"), 0
 SEED = 0  # combined with each item's id, so the random curve order and control boxes do not depend on the rank
 METRICS = (*fa.HEADLINE, "control_boxes", "faith_ci", "perm_tests", "verdict", "faith_lost", "accounting")
-ADDED = ("subgroup", "image_error", "doc_error", "accounting")  # columns process_docs computes
+ADDED = ("subgroup", "image_error", "doc_error")  # columns process_docs computes
 
 
 def subgroups_by(column: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
@@ -50,7 +50,7 @@ def subgroups_by(column: str) -> Callable[[datasets.Dataset], datasets.Dataset]:
             if column == "split":
                 dataset = box_rows.only_splits(dataset, box_rows.SPLITS, "faithfulness")
             docs = box_rows.checked(dataset, "faithfulness")
-            return ledger.close(docs.add_column("subgroup", [str(value) for value in docs[column]]))
+            return close(ledger, docs.add_column("subgroup", [str(value) for value in docs[column]]))
 
     return process_docs
 

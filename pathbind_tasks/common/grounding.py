@@ -20,7 +20,7 @@ from pathbind import render_template
 from pathbind.requests import LAYER_SETS, AttentionRequest, AttentionResponse, Query
 from pathbind_metrics import grounding_aggregations as ga
 from pathbind_tasks.common import box_rows
-from pathbind_tasks.common.accounting import counting
+from pathbind_tasks.common.accounting import close, counting
 from pathbind_tasks.common.failures import response_scorer
 from pathbind_tasks.common.images import rgb_image
 from pathbind_tasks.common.ordering import in_id_order
@@ -30,7 +30,7 @@ ALTERNATIVES_SEED = 0
 N_ALTERNATIVES = 2  # K = 3 queries per image: the true expression and two others
 COLUMNS = ("id", "image", "expression", "bbox", "width", "height", "split")
 METRICS = (*ga.HEADLINE, "attn_ci", "q_sweep", "layer_sweep", "lost_items", "accounting")
-ADDED = ("alternatives", "image_error", "doc_error", "accounting")  # columns process_docs computes
+ADDED = ("alternatives", "image_error", "doc_error")  # columns process_docs computes
 
 
 def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
@@ -41,7 +41,7 @@ def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
     with counting(dataset) as ledger:
         docs = box_rows.checked(dataset, "grounding")
         alternatives = draw_alternatives(list(docs["expression"]), list(docs["split"]))
-        return ledger.close(docs.add_column("alternatives", alternatives))
+        return close(ledger, docs.add_column("alternatives", alternatives))
 
 
 def draw_alternatives(expressions: list[Any], splits: list[Any], *, k: int = N_ALTERNATIVES,

@@ -1,14 +1,14 @@
 """The lmms-eval task running PathBind code, for messages and records that must name it.
 
-The bridge hands it over (:mod:`pathbind.task_context`): lmms-eval gives ``process_docs`` only the dataset and
-``process_results`` only the document, so the bridge runs both with their task set.
+The seam hands it over (:mod:`pathbind.lmms.running`): lmms-eval gives ``process_docs`` only the dataset and
+``process_results`` only the document, so the seam runs both with their task set.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pathbind.task_context import running_task
+from pathbind.lmms.running import running_task
 
 
 def task_name() -> str | None:

@@ -175,7 +175,7 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
                               "id": str(doc.get("id")),
                               "condition": doc.get("condition", "image"),
                               "dimension": doc.get("dimension"), "source": doc.get("source"),
-                              "image_from": doc.get("image_from"), "accounting": doc.get("accounting")}
+                              "image_from": doc.get("image_from")}
     try:
         text = results[0] if results else ""
         if format_of(doc) not in JUDGES:

@@ -43,7 +43,7 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
     judgement = Judgement(None, problem) if problem else parse_specificity(text)
     record = {"task": task_name(), "id": str(doc.get("id")), "split": doc.get("split"),
               "expression": doc.get("expression"), "judgement": judgement.label, "valid": judgement.label is not None,
-              "reason": judgement.reason, "accounting": doc.get("accounting")}
+              "reason": judgement.reason}
     return dict.fromkeys(METRICS, record)
 
 

@@ -21,7 +21,7 @@ import datasets
 from loguru import logger
 
 from pathbind.data import override_dir
-from pathbind_tasks.common.accounting import counting, read_rows, without_faults
+from pathbind_tasks.common.accounting import close, counting, read_rows, without_faults
 from pathbind_tasks.common.box_rows import require_rows
 from pathbind_tasks.common.grounding import process_docs
 from pathbind_tasks.common.layout import Layout
@@ -87,7 +87,7 @@ def pathvg_docs(split: str, *, expressions_only: bool = False) -> Callable[[data
             _check_count(len(items), split)
             if expressions_only:
                 docs = datasets.Dataset.from_dict({name: [item[name] for item in items] for name in JUDGED})
-                return ledger.close(without_faults(docs, label))
+                return close(ledger, without_faults(docs, label))
             return process_docs(without_faults(_grounding_docs(items), label))
 
     return convert

@@ -85,7 +85,7 @@ def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], 
         text = results[0] if results else ""
         record: dict[str, Any] = {"id": str(doc.get("id")), "source": doc.get("source"), "trap": doc.get("trap"),
                                   "reference": None, "parsed": None, "reason": "", "box_frame": doc.get("box_frame"),
-                                  "box_pixels": None, "accounting": doc.get("accounting")}
+                                  "box_pixels": None}
         try:
             problem = doc.get("doc_error") or doc.get("image_error")
             if problem:

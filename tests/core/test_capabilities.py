@@ -7,7 +7,6 @@ from types import SimpleNamespace
 
 import pytest
 
-from pathbind.bridge import _skipping_unsupported
 from pathbind.capabilities import (
     CAPABILITIES,
     model_capabilities,
@@ -15,6 +14,7 @@ from pathbind.capabilities import (
     task_requirements,
     unmet_reason,
 )
+from pathbind.lmms.evaluate import _skipping_unsupported
 from pathbind.usage import usage_by_condition
 
 
@@ -110,7 +110,7 @@ def test_a_failing_check_runs_every_task(monkeypatch):
     def broken(*args):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("pathbind.bridge.split_supported", broken)
+    monkeypatch.setattr("pathbind.lmms.evaluate.split_supported", broken)
     hooked = _skipping_unsupported(fake_evaluate, inspect.signature(fake_evaluate))
     results = hooked(TextOnly(), {"grounding": task("attention")})
     assert list(results["results"]) == ["grounding"] and results["pathbind"]["skipped_tasks"] == {}

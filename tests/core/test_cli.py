@@ -209,14 +209,12 @@ def test_summary_and_report_show_the_accounting_of_a_real_run(tmp_path, limited_
 
 
 def test_doctor_fails_on_each_hooked_lmms_eval_function_whose_source_changed(monkeypatch):
-    """The bridge's recorded source hash of one hooked function no longer matches: one FAIL naming it (PathBind's
+    """The seam's recorded source hash of one hooked function no longer matches: one FAIL naming it (PathBind's
     runs stop on such an install)."""
-    import pathbind.bridge
     from pathbind.doctor import _hooked_sources
+    from pathbind.lmms import patches
 
-    if not hasattr(pathbind.bridge, "HOOKED_SOURCES"):
-        pytest.skip("this bridge records no hooked sources")
-    monkeypatch.setitem(pathbind.bridge.HOOKED_SOURCES, "lmms_eval.utils:make_table", ("0" * 64,))
+    monkeypatch.setitem(patches.HOOKED_SOURCES, "lmms_eval.utils:make_table", ("0" * 64,))
     [check] = _hooked_sources()
     assert (check.name, check.status) == ("hooked source lmms_eval.utils:make_table", "FAIL")
 

@@ -138,7 +138,7 @@ def test_a_data_copy_missing_a_column_fails_naming_the_task_and_the_cause(tmp_pa
 
 def test_a_broken_pathbind_install_does_not_break_import_torch(tmp_path):
     """torch fails its own import when an autoloaded extension raises: PathBind's start reports and returns."""
-    done = run([sys.executable, "-c", "import sys; sys.modules['pathbind.bridge'] = None; import torch; print('ok')"],
-               cwd=tmp_path)
+    broken = "import sys; sys.modules['pathbind.lmms.watch'] = None; import torch; print('ok')"
+    done = run([sys.executable, "-c", broken], cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
-    assert "pathbind: lmms-eval bridge not started (ModuleNotFoundError" in done.stderr
+    assert "pathbind: lmms-eval seam not started (ModuleNotFoundError" in done.stderr

@@ -16,7 +16,6 @@ import pytest
 import realtok
 from conftest import lmms_eval, metric
 
-from pathbind.bridge import _skipping_unsupported
 from pathbind.capabilities import (
     EVERY_CONDITION,
     KNOWN_CONDITION_FAILURES,
@@ -24,6 +23,7 @@ from pathbind.capabilities import (
     drop_conditions,
     unanswerable_conditions,
 )
+from pathbind.lmms.evaluate import _skipping_unsupported
 
 needs_realtok = pytest.mark.skipif(not realtok.available(), reason="no real tokenizer files in ../shared/realtok")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")

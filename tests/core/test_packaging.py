@@ -27,7 +27,7 @@ def test_wheel_ships_task_yamls_templates_and_demo_data(wheel):
     for expected in ("pathbind_tasks/demo/pathbind_demo.yaml", "pathbind_tasks/common/_vqa.yaml",
                      "pathbind_tasks/templates/mcq.jinja", "pathbind_tasks/templates/yesno.jinja",
                      "pathbind_tasks/demo/data/vqa.parquet", "pathbind_tasks/demo/data/yesno.parquet",
-                     "pathbind/bridge.py", "pathbind_models/controls/vision.py", "pathbind_metrics/parsing.py",
+                     "pathbind/lmms/tasks.py", "pathbind_models/controls/vision.py", "pathbind_metrics/parsing.py",
                      "pathbind_analysis/report/builder.py", "pathbind_models/hf/families/qwen2_vl.py"):
         assert expected in names, expected
     assert not any(name.startswith(("tests/", "examples/", "benchmarks/")) for name in names)
@@ -38,7 +38,8 @@ def test_wheel_declares_plugins_models_tasks_and_scripts(wheel):
     entry_points = next(wheel.read(n).decode() for n in wheel.namelist() if n.endswith("entry_points.txt"))
     for line in ("pathbind_tasks = pathbind_tasks.plugin", "pathbind_models = pathbind_models.plugin",
                  "pathbind_metrics = pathbind_metrics.plugin", "pathbind_analysis = pathbind_analysis.plugin",
-                 "pathbind = pathbind.bridge:lmms_eval_models", "pathbind = pathbind.bridge:lmms_eval_task_dirs",
+                 "pathbind = pathbind.lmms.watch:lmms_eval_models",
+                 "pathbind = pathbind.lmms.watch:lmms_eval_task_dirs",
                  "lmms_eval = lmms_eval.cli.dispatch:main", "pathbind = pathbind.cli:console"):
         assert line in entry_points, line
 

@@ -364,7 +364,7 @@ def test_the_evaluate_hook_is_installed_where_lmms_eval_looks_it_up():
     """The skip relies on simple_evaluate finding `evaluate` as a module global at call time (lmms-eval 0.7.3)."""
     import lmms_eval.evaluator as evaluator
 
-    from pathbind.bridge import install_evaluate_hook
+    from pathbind.lmms.evaluate import install_evaluate_hook
 
     assert install_evaluate_hook() and install_evaluate_hook()
     assert getattr(evaluator.evaluate, "__pathbind_task_hook__", False)

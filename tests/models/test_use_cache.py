@@ -17,8 +17,8 @@ from lmms_eval.api.instance import Instance
 from lmms_eval.caching.response_cache import ResponseCache
 from PIL import Image
 
+from pathbind.lmms.cache import install_cache_hook
 from pathbind.requests import MODEL_FAILED, AttentionRequest, AttentionResponse, OcclusionRequest, Query
-from pathbind_models.cache import install
 from pathbind_models.controls.models import PositiveControlModel
 from pathbind_tasks.common.failures import no_answer_reason
 
@@ -30,7 +30,7 @@ OCCLUSION = OcclusionRequest("Are there nuclei in this image?", ("Yes", "No"), 0
 
 @pytest.fixture(autouse=True)
 def _streaming_cache():
-    install()  # what creating a PathBind model does before lmms-eval creates its cache
+    install_cache_hook()  # what the seam does once lmms-eval defines ResponseCache
 
 
 def ask(context: str, doc_id: int) -> Instance:

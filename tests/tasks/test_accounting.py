@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import io
-import json
 
 import datasets
 import pytest
 from conftest import metric
 from PIL import Image
 
+from pathbind.lmms.running import RunningTask, running
 from pathbind_tasks.common import accounting
-from pathbind_tasks.common.accounting import NOT_EVALUATED, UNACCOUNTED, Ledger, counting, drop
+from pathbind_tasks.common.accounting import NOT_EVALUATED, UNACCOUNTED, close, counting, drop
 from pathbind_tasks.common.conditions import WITH_AND_WITHOUT_IMAGE, with_conditions
 
 
@@ -33,15 +33,24 @@ def _rows(n: int) -> datasets.Dataset:
                                     "source": datasets.Value("string")}))
 
 
-def _ledger(docs: datasets.Dataset) -> dict:
-    ledgers = set(docs[accounting.COLUMN])
-    assert len(ledgers) == 1  # every document of the task carries the same ledger
-    return json.loads(ledgers.pop())
+def _built(process_docs, rows: datasets.Dataset) -> tuple[datasets.Dataset, RunningTask]:
+    """``process_docs(rows)`` as the seam runs it: with its task, which keeps the ledger."""
+    task = RunningTask("demo")
+    with running(task):
+        return process_docs(rows), task
 
 
-def _records(docs: datasets.Dataset, ids: set[str] | None = None) -> list[dict]:
-    return [{"id": doc["id"], accounting.COLUMN: doc[accounting.COLUMN]}
-            for doc in docs.select_columns(["id", accounting.COLUMN]) if ids is None or doc["id"] in ids]
+def _ledger(task: RunningTask) -> dict:
+    ledger = task.ledger
+    assert ledger is not None
+    encoded = {"rows": ledger.rows, "kept": ledger.kept, "dropped": dict(ledger.dropped)}
+    return {**encoded, "selection": sorted(ledger.selection)} if ledger.selection else encoded
+
+
+def _accounting(task: RunningTask, docs: datasets.Dataset, ids: set[str] | None = None) -> dict:
+    """The aggregation as the seam runs it, over one record per document (only the ids it reads)."""
+    with running(task):
+        return accounting.accounting([{"id": i} for i in docs["id"] if ids is None or i in ids])
 
 
 def _dropping_odd_rows(dataset: datasets.Dataset) -> datasets.Dataset:
@@ -51,49 +60,60 @@ def _dropping_odd_rows(dataset: datasets.Dataset) -> datasets.Dataset:
 
 
 def test_rows_dropped_by_a_conversion_are_counted_with_their_reason():
-    docs = with_conditions(WITH_AND_WITHOUT_IMAGE, _dropping_odd_rows)(_rows(7))
-    assert _ledger(docs) == {"task": None, "rows": 7, "kept": 4, "dropped": {"odd row": 3}}
-    assert len(docs) == 8  # 4 items x 2 conditions, each carrying the ledger
-    assert accounting.accounting(_records(docs)) == {"rows": 7, "evaluated": 4, "dropped": {"odd row": 3}}
+    docs, task = _built(with_conditions(WITH_AND_WITHOUT_IMAGE, _dropping_odd_rows), _rows(7))
+    assert _ledger(task) == {"rows": 7, "kept": 4, "dropped": {"odd row": 3}}
+    assert len(docs) == 8 and "accounting" not in docs.column_names  # 4 items x 2 conditions; the ledger stays out
+    assert _accounting(task, docs) == {"rows": 7, "evaluated": 4, "dropped": {"odd row": 3}}
 
 
 def test_a_row_lost_without_a_reason_is_counted_as_unaccounted():
-    docs = with_conditions(WITH_AND_WITHOUT_IMAGE, lambda d: d.select(range(len(d) - 2)))(_rows(5))
-    assert _ledger(docs)["dropped"] == {UNACCOUNTED: 2}
-    result = accounting.accounting(_records(docs))
+    docs, task = _built(with_conditions(WITH_AND_WITHOUT_IMAGE, lambda d: d.select(range(len(d) - 2))), _rows(5))
+    assert _ledger(task)["dropped"] == {UNACCOUNTED: 2}
+    result = _accounting(task, docs)
     assert result["rows"] == result["evaluated"] + sum(result["dropped"].values()) == 5
 
 
 def test_items_kept_but_not_evaluated_are_dropped_as_such():
-    docs = with_conditions(WITH_AND_WITHOUT_IMAGE)(_rows(6))
-    result = accounting.accounting(_records(docs, {"q0", "q3"}))
-    assert result == {"rows": 6, "evaluated": 2, "dropped": {NOT_EVALUATED: 4}}
+    docs, task = _built(with_conditions(WITH_AND_WITHOUT_IMAGE), _rows(6))
+    assert _accounting(task, docs, {"q0", "q3"}) == {"rows": 6, "evaluated": 2, "dropped": {NOT_EVALUATED: 4}}
+
+
+def test_each_build_of_a_task_keeps_its_own_ledger():
+    """lmms-eval may build a task again (another TaskManager): the ledger is the last build's, not a sum."""
+    process_docs, task = with_conditions(WITH_AND_WITHOUT_IMAGE, _dropping_odd_rows), RunningTask("demo")
+    with running(task):
+        process_docs(_rows(7))
+        process_docs(_rows(3))
+    assert _ledger(task) == {"rows": 3, "kept": 2, "dropped": {"odd row": 1}}
 
 
 def test_a_nested_process_docs_shares_the_outer_ledger():
     """A filter that calls a shared process_docs (one split of a two-split file) keeps counting the whole file."""
     inner = with_conditions(WITH_AND_WITHOUT_IMAGE)
-    rows = _rows(5)
-    with counting(rows):
-        kept = rows.select([0, 1])
-        drop("other split", 3)
-        docs = inner(kept)
-    assert _ledger(docs) == {"task": None, "rows": 5, "kept": 2, "dropped": {"other split": 3}}
+
+    def one_split(rows: datasets.Dataset) -> datasets.Dataset:
+        with counting(rows):
+            drop("other split", 3)
+            return inner(rows.select([0, 1]))
+
+    _, task = _built(one_split, _rows(5))
+    assert _ledger(task) == {"rows": 5, "kept": 2, "dropped": {"other split": 3}}
 
 
-def test_a_drop_by_the_tasks_definition_is_marked_and_decodes_as_written():
+def test_a_drop_by_the_tasks_definition_is_marked():
     """``selection=True`` marks the reason in the ledger (what `pathbind data check` passes); others stay faults."""
-    rows = _rows(4)
-    with counting(rows) as ledger:
-        drop("other split", 2, selection=True)
-        drop("no split", 1)
-        docs = ledger.close(rows.select([0]))
-    assert _ledger(docs) == {"task": None, "rows": 4, "kept": 1, "dropped": {"other split": 2, "no split": 1},
+    def selecting(rows: datasets.Dataset) -> datasets.Dataset:
+        with counting(rows) as ledger:
+            drop("other split", 2, selection=True)
+            drop("no split", 1)
+            return close(ledger, rows.select([0]))
+
+    _, task = _built(selecting, _rows(4))
+    assert _ledger(task) == {"rows": 4, "kept": 1, "dropped": {"other split": 2, "no split": 1},
                              "selection": ["other split"]}
-    assert Ledger.decode(docs[accounting.COLUMN][0]) == ledger
 
 
-def test_records_without_one_ledger_report_no_row_count():
+def test_an_aggregation_outside_a_task_reports_no_row_count():
     assert accounting.accounting([{"id": "a"}, {"id": "b"}])["rows"] is None
 
 

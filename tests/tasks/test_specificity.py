@@ -14,6 +14,7 @@ from chat_server import ChatServer, Received, Reply
 from conftest import BIN, lmms_eval, metric, run
 
 from pathbind_metrics.parsing import CONFLICTING, NO_ANSWER_TAG, NOT_A_LABEL, Judgement, parse_specificity
+from pathbind_tasks.common.accounting import NOT_EVALUATED
 from pathbind_tasks.pathvg import specificity as task
 
 GROUP = "pathbind_pathvg_specificity"
@@ -55,8 +56,8 @@ def test_parse_specificity(text: str, expected: Judgement) -> None:
 
 # --------------------------------------------------------------------------------------------------- the task
 
-def judge_doc(expression: Any, item: str = "testA-0", ledger: str = "L") -> dict[str, Any]:
-    return {"id": item, "split": item.split("-")[0], "expression": expression, "accounting": ledger}
+def judge_doc(expression: Any, item: str = "testA-0") -> dict[str, Any]:
+    return {"id": item, "split": item.split("-")[0], "expression": expression}
 
 
 def test_prompt_is_figure_d7_with_the_expression_on_one_line_and_no_image() -> None:
@@ -81,7 +82,7 @@ def test_process_results_records_the_judgement_or_why_there_is_none(doc, reply, 
     assert set(out) == set(task.METRICS) and len({id(record) for record in out.values()}) == 1
     record = out["judgements"]
     assert (record["judgement"], record["valid"], record["reason"]) == (judgement, judgement is not None, reason)
-    assert (record["id"], record["split"], record["accounting"]) == ("testA-0", "testA", "L")
+    assert (record["id"], record["split"]) == ("testA-0", "testA") and "accounting" not in record
 
 
 def test_aggregations_count_every_item_and_every_invalid_reason() -> None:
@@ -236,13 +237,17 @@ def test_filter_keeps_what_every_judge_calls_specific(judged, tmp_path) -> None:
 # --------------------------------------------------------------------------------------------------- filter inputs
 
 def write_judge_log(path: Path, replies: dict[str, str], rows: int | None = None) -> Path:
-    """A sample log as the task writes it: each item's records from process_results, the ledger with ``rows``."""
+    """A sample log as the task writes it (each item's records from process_results) and, with ``rows``, the run's
+    results file beside it: the data gave ``rows`` items, those beyond the log not evaluated (--limit)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    lines = []
-    for n, (item, answer) in enumerate(replies.items()):
-        ledger = json.dumps({"task": TESTA, "rows": rows or len(replies), "kept": rows or len(replies), "dropped": {}})
-        lines.append({"doc_id": n, **task.process_results(judge_doc(f"expression {item}", item, ledger), [answer])})
+    lines = [{"doc_id": n, **task.process_results(judge_doc(f"expression {item}", item), [answer])}
+             for n, (item, answer) in enumerate(replies.items())]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    if rows is not None:
+        beyond = {NOT_EVALUATED: rows - len(replies)} if rows > len(replies) else {}
+        accounting = {"rows": rows + 1, "evaluated": len(replies), "dropped": {**beyond, EMPTY_EXPRESSION: 1}}
+        results = path.parent / f"{path.name.partition('_samples_')[0]}_results.json"
+        results.write_text(json.dumps({"results": {TESTA: {"accounting,none": accounting}}}))
     return path
 
 

@@ -12,30 +12,26 @@ import datasets
 import pytest
 from conftest import write_plugin
 
-import pathbind.bridge
 import pathbind_autoload
 import pathbind_tasks
 from pathbind import make_plugin_manager
-from pathbind.bridge import (
+from pathbind.catalog import plugin_tasks
+from pathbind.lmms import patches
+from pathbind.lmms.evaluate import install_evaluate_hook
+from pathbind.lmms.patches import HOOKED_SOURCES, compatibility_problem, hooked_sources_changed
+from pathbind.lmms.running import InTask, RunningTask
+from pathbind.lmms.table import _scalars_only, scalar_view, structured_note
+from pathbind.lmms.tasks import (
     FIRST_PARTY_PLUGINS,
-    HOOKED_SOURCES,
     TaskBuildError,
     _NamingTheTask,
-    compatibility_problem,
-    hooked_sources_changed,
-    install_evaluate_hook,
     install_task_hook,
-    lmms_eval_models,
-    lmms_eval_task_dirs,
     merge_plugin_tasks,
     plugin_order,
-    scalar_view,
-    structured_note,
     task_conflicts,
 )
-from pathbind.catalog import plugin_tasks
+from pathbind.lmms.watch import lmms_eval_models, lmms_eval_task_dirs
 from pathbind.plugins import Contribution
-from pathbind.task_context import RunningTask
 
 DEMO = Path(pathbind_tasks.__file__).parent / "demo"  # the installed package the tests run against
 
@@ -52,10 +48,10 @@ def test_a_changed_hooked_function_stops_pathbind_before_any_model_call_whatever
     """A release or install whose hooked function's source PathBind does not run on stops with one message naming
     it, raised from a PathBind task's process_docs as a TaskBuildError naming the task; the version string (which
     a main-branch install gets wrong) does not matter."""
-    monkeypatch.setattr(pathbind.bridge, "installed_version", lambda name: "0.7.3")
+    monkeypatch.setattr(patches, "installed_version", lambda name: "0.7.3")
     changed = {**HOOKED_SOURCES, "lmms_eval.evaluator:evaluate": ("0" * 64,)}
-    monkeypatch.setattr(pathbind.bridge, "HOOKED_SOURCES", changed)
-    pathbind.bridge.compatibility_problem.cache_clear()
+    monkeypatch.setattr(patches, "HOOKED_SOURCES", changed)
+    patches.compatibility_problem.cache_clear()
     try:
         problem = compatibility_problem()
         assert problem.startswith("lmms-eval 0.7.3 is not one PathBind runs on (tested: 0.7.3, main 75571cf): "
@@ -64,7 +60,7 @@ def test_a_changed_hooked_function_stops_pathbind_before_any_model_call_whatever
         with pytest.raises(TaskBuildError, match=r"task demo_task: IncompatibleLmmsEval: lmms-eval 0\.7\.3 is not"):
             _NamingTheTask(lambda dataset: dataset, RunningTask("demo_task"))([])
     finally:
-        pathbind.bridge.compatibility_problem.cache_clear()
+        patches.compatibility_problem.cache_clear()
 
 
 def test_the_lmms_eval_sources_the_bridge_relies_on_are_unchanged():
@@ -77,7 +73,7 @@ def test_a_changed_or_missing_source_is_named(monkeypatch):
     """A different hash (an edited private method) or a function that no longer exists is reported by name."""
     changed = {**HOOKED_SOURCES, "lmms_eval.tasks:TaskManager._get_config": ("0" * 64,),
                "lmms_eval.tasks:TaskManager.no_such_method": ("0" * 64,)}
-    monkeypatch.setattr(pathbind.bridge, "HOOKED_SOURCES", changed)
+    monkeypatch.setattr(patches, "HOOKED_SOURCES", changed)
     assert hooked_sources_changed() == ["lmms_eval.tasks:TaskManager._get_config",
                                         "lmms_eval.tasks:TaskManager.no_such_method"]
 
@@ -289,8 +285,6 @@ def test_the_cli_table_hook_prints_scalars_and_the_note_only_for_pathbind_runs()
     """lmms-eval's own make_table, as the CLI calls it, behind the hook; a run without PathBind is untouched."""
     from lmms_eval.utils import make_table
 
-    from pathbind.bridge import _scalars_only
-
     hooked = _scalars_only(make_table)
     table = hooked(copy.deepcopy(RESULTS))
     *rows, note = table.rstrip().splitlines()
@@ -307,8 +301,8 @@ def test_the_entry_points_never_raise(monkeypatch, error):
     def explode(*args):
         raise error
 
-    monkeypatch.setattr("pathbind.bridge.get_plugin_manager", explode)
-    monkeypatch.setattr("pathbind.bridge.when_defined", explode)
+    monkeypatch.setattr("pathbind.lmms.watch.get_plugin_manager", explode)
+    monkeypatch.setattr("pathbind.lmms.watch.when_defined", explode)
     assert lmms_eval_models() == []
     assert lmms_eval_task_dirs() == []
     assert pathbind_autoload.start() is None
@@ -319,7 +313,6 @@ def test_the_bridge_hands_each_task_function_its_task_in_the_calling_thread():
     bridge handed over (no call-stack walking), and nothing leaks to a call outside the task."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from pathbind.task_context import InTask
     from pathbind_tasks.common.vqa import process_results
 
     task = RunningTask("pathbind_demo_yesno", {"test": "/data/demo/test.parquet"}, "parquet")

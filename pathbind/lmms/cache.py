@@ -2,7 +2,8 @@
 
 lmms-eval 0.7.3 (``lmms_eval.caching.response_cache``) hands a model every uncached request in one call and stores
 the answers only when that call returns; a crashed run also leaves its answers in ``runs/<run id>/rank_<r>.db``,
-which a new run (new run id) never reads. Two wrappers fix both for models that offer ``cache_units``:
+which a new run (new run id) never reads. Two wrappers fix both for PathBind's models (those that offer
+``cache_units``); other models' runs are left as lmms-eval makes them:
 
 - ``ResponseCache.execute`` runs lmms-eval's own lookup-answer-store step once per unit the model names (a batch,
   an encoded request), so every key, lookup and stored value is lmms-eval's and each answer is on disk (SQLite
@@ -19,21 +20,25 @@ import os
 import sqlite3
 from collections.abc import Callable
 from glob import glob
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from lmms_eval.caching import response_cache
-from lmms_eval.caching.response_cache import ResponseCache
 from loguru import logger
 from tqdm import tqdm
 
+from pathbind.lmms.evaluate import plugin_model
 from pathbind.requests import MODEL_FAILED
+
+if TYPE_CHECKING:
+    from lmms_eval.caching.response_cache import ResponseCache
 
 _MARK = "__pathbind_cache__"
 RESUMED = ".pathbind-resumed.rank_{}"  # in a dead run's folder: that rank of a later run copied its answers
 
 
-def install() -> None:
+def install_cache_hook() -> None:
     """Wrap ``ResponseCache.create``, ``execute`` and ``_is_valid_response``; idempotent."""
+    from lmms_eval.caching.response_cache import ResponseCache
+
     if getattr(ResponseCache.execute, _MARK, False):
         return
     create = ResponseCache.__dict__["create"].__func__
@@ -42,8 +47,9 @@ def install() -> None:
     @functools.wraps(create)
     def resuming_create(cls: type, cache_root: str, **kwargs: Any) -> ResponseCache:
         cache = create(cls, cache_root, **kwargs)
-        cache._pathbind_lock = hold_lock(cache._run_dir, cache._global_rank)
-        resume_dead_runs(cache)
+        if plugin_model(kwargs.get("model")):
+            cache._pathbind_lock = hold_lock(cache._run_dir, cache._global_rank)
+            resume_dead_runs(cache)
         return cache
 
     @functools.wraps(execute)
@@ -73,14 +79,14 @@ def execute_by_unit(execute: Callable[..., list[Any]], cache: ResponseCache, lm:
     before = cache.get_stats()
     results: list[Any] = []
     lm.show_progress = False
-    logger.disable(response_cache.__name__)  # its hit counts would print once per unit
+    logger.disable(type(cache).__module__)  # its hit counts would print once per unit
     try:
         with tqdm(total=len(requests), desc=f"{type(lm).__name__} {reqtype}", disable=lm.rank != 0) as bar:
             for start, stop in units:
                 results.extend(execute(cache, lm, reqtype, requests[start:stop]))
                 bar.update(stop - start)
     finally:
-        logger.enable(response_cache.__name__)
+        logger.enable(type(cache).__module__)
         lm.show_progress = True
     after = cache.get_stats()
     logger.info(f"ResponseCache: {reqtype}: {after['hits'] - before['hits']} of {len(requests)} from the cache, "
@@ -124,7 +130,7 @@ def resume_dead_runs(cache: ResponseCache) -> None:
         before = cache.get_stats()["total_cached_entries"]
         for shard in shards:
             try:
-                ResponseCache.merge_shards([shard], cache.db_path)
+                type(cache).merge_shards([shard], cache.db_path)
             except sqlite3.Error as exc:  # killed before it had tables, or damaged: nothing more will come of it
                 logger.warning(f"ResponseCache: {shard} of an unfinished run is unreadable ({exc}); skipped")
         with open(marker, "w") as handle:

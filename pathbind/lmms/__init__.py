@@ -1,0 +1,17 @@
+"""The seam between PathBind and lmms-eval: the only code that imports lmms-eval beyond its public model and
+request classes (``lmms_eval.api.model``, ``lmms_eval.api.instance``), or patches it.
+
+lmms-eval 0.7.3 has one extension point, the ``lmms_eval.models`` entry points it loads while importing
+``lmms_eval.models``, and no task entry-point group. So the seam installs its patches lazily, once lmms-eval
+defines what they wrap (:mod:`pathbind.lmms.watch`). Every patch is listed, with why and the upstream change that
+would make it unnecessary, in :data:`pathbind.lmms.patches.PATCHES`, and every source it wraps or relies on is
+fingerprinted there.
+
+- :mod:`~pathbind.lmms.watch`: the entry points and the import watch that installs the patches;
+- :mod:`~pathbind.lmms.tasks`: ``TaskManager`` (plugin task folders, ``PATHBIND_DATA``, declared metric lists and
+  task variants, build errors that name the task) and lmms-eval's data loading for ``pathbind data check``;
+- :mod:`~pathbind.lmms.running`: the task a task function runs for and its row ledger, handed to it explicitly;
+- :mod:`~pathbind.lmms.evaluate`: skipped tasks and conditions, ``results["pathbind"]``;
+- :mod:`~pathbind.lmms.table`: the console table; :mod:`~pathbind.lmms.cache`: ``--use_cache`` for PathBind models;
+- :mod:`~pathbind.lmms.patches`: the table, and the check that this lmms-eval is one PathBind runs on.
+"""

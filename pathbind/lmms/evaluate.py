@@ -1,0 +1,194 @@
+"""lmms-eval's ``evaluate`` with PathBind: tasks and conditions a model cannot run are skipped with the reason, and
+runs with a PathBind task or model get ``results["pathbind"]`` (skips, token usage per condition, the model's
+settings, the data each task read)."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import inspect
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from loguru import logger
+
+from pathbind.capabilities import (
+    REQUIRES_KEY,
+    class_path,
+    drop_conditions,
+    model_capabilities,
+    split_supported,
+    unanswerable_conditions,
+)
+from pathbind.lmms.patches import require_compatible_lmms_eval
+from pathbind.lmms.tasks import HOOK_MARK, declares_data, plugin_task
+from pathbind.plugins import get_plugin_manager
+from pathbind.provenance import data_provenance
+from pathbind.usage import usage_by_condition
+
+
+def install_evaluate_hook() -> bool:
+    """Make lmms-eval's ``evaluate`` skip, with a logged reason, the tasks whose ``metadata.pathbind_requires``
+    the model does not offer, and add ``results["pathbind"]`` (skipped tasks, token usage per condition, the data
+    each task read) to runs with a PathBind task or model; idempotent. Returns False (and logs why) when this
+    lmms-eval release has no such ``evaluate``.
+    """
+    try:
+        evaluator: Any = sys.modules.get("lmms_eval.evaluator") or importlib.import_module("lmms_eval.evaluator")
+        original = evaluator.evaluate
+        if getattr(original, HOOK_MARK, False):
+            return True
+        signature = inspect.signature(original)
+        if list(signature.parameters)[:2] != ["lm", "task_dict"] or "log_samples" not in signature.parameters:
+            logger.error("pathbind: this lmms-eval's evaluator.evaluate is not the one PathBind hooks; tasks a "
+                         "model cannot run will fail instead of being skipped")
+            return False
+        evaluator.evaluate = _skipping_unsupported(original, signature)
+        return True
+    except Exception:
+        logger.exception("pathbind: could not hook lmms_eval.evaluator.evaluate")
+        return False
+
+
+def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
+    @functools.wraps(original)
+    def evaluate(*args: Any, **kwargs: Any) -> dict | None:
+        call = signature.bind(*args, **kwargs)
+        task_dict, lm, cli_args = call.arguments["task_dict"], call.arguments["lm"], call.arguments.get("cli_args")
+        if _pathbind_in_run(task_dict, lm):
+            require_compatible_lmms_eval()
+        kept, skipped = _supported_tasks(task_dict, lm, cli_args)
+        # Before conditions are dropped: the record is of the data as loaded; on rank 0 only, which alone gets
+        # the results (the other ranks would hash the same files for nothing).
+        data = _data_read(kept) if int(os.environ.get("RANK", 0)) == 0 else {}
+        kept, dropped, conditions = _answerable_documents(kept, lm, cli_args)
+        skipped.update(dropped)
+        call.arguments["task_dict"] = kept
+        # lmms-eval's evaluate fails on an empty task dictionary; with every task skipped there is nothing to run.
+        log_samples = call.arguments.get("log_samples", signature.parameters["log_samples"].default)
+        results = original(*call.args, **call.kwargs) if kept else _no_results(log_samples)
+        if isinstance(results, dict) and (skipped or conditions or _pathbind_in_run(task_dict, lm)):
+            results["pathbind"] = _run_report(results, skipped, conditions)
+            results["pathbind"]["model"] = _model_settings(lm)
+            results["pathbind"]["data"] = {name: record for name, record in data.items() if name not in dropped}
+        return results
+
+    setattr(evaluate, HOOK_MARK, True)
+    return evaluate
+
+
+def _pathbind_in_run(task_dict: Mapping[Any, Any], lm: Any) -> bool:
+    """A plugin's task (its YAML in a plugin task folder, or one declaring ``metadata.pathbind_requires``) or a
+    plugin's model (the class a ModelSpec names) is in the run."""
+    for name, task in _leaf_tasks(task_dict):
+        metadata = getattr(getattr(task, "config", None), "metadata", None)
+        if plugin_task(name) or (isinstance(metadata, Mapping) and REQUIRES_KEY in metadata):
+            return True
+    return plugin_model(lm)
+
+
+def plugin_model(model: Any) -> bool:
+    """Whether ``model`` (an lmms-eval model, or its ``--model`` name) is one a plugin's ModelSpec names."""
+    try:
+        specs = [c.value for c in get_plugin_manager().models().values()]
+        if isinstance(model, str):
+            return any(model == s.model_id or model in s.aliases for s in specs)
+        return class_path(model) in {path for s in specs for path in (s.simple_class_path, s.chat_class_path)}
+    except Exception:
+        logger.exception("pathbind: could not tell whether the model is a PathBind model")
+        return False
+
+
+def _data_read(task_dict: Mapping[Any, Any]) -> dict[str, Any]:
+    """``pathbind.data``: what each PathBind task (a plugin's, or one naming ``metadata.pathbind_data``) read;
+    ``{"error": ...}`` when the record cannot be made, which never fails the run."""
+    try:
+        tasks = {name: task for name, task in _leaf_tasks(task_dict) if plugin_task(name) or declares_data(
+            {"metadata": getattr(getattr(task, "config", None), "metadata", None)})}
+        return data_provenance(tasks)
+    except Exception as exc:
+        logger.exception("pathbind: could not record the data the tasks read")
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def _leaf_tasks(task_dict: Mapping[Any, Any]) -> Iterator[tuple[str, Any]]:
+    for key, value in task_dict.items():
+        if isinstance(value, Mapping):
+            yield from _leaf_tasks(value)
+        else:
+            yield str(key), value
+
+
+def _supported_tasks(task_dict: dict, lm: Any, cli_args: Any) -> tuple[dict, dict[str, str]]:
+    """The tasks ``lm`` can run and, logged, why the others are skipped; every task if the check itself fails."""
+    try:
+        kept, skipped = split_supported(task_dict, model_capabilities(lm), _model_label(lm, cli_args))
+    except Exception:
+        logger.exception("pathbind: could not check the tasks' pathbind_requires; running every task")
+        return task_dict, {}
+    for reason in skipped.values():
+        logger.error(f"pathbind: {reason}")
+    return kept, skipped
+
+
+def _answerable_documents(task_dict: dict, lm: Any, cli_args: Any) -> tuple[dict, dict[str, str],
+                                                                          dict[str, dict[str, str]]]:
+    """``task_dict`` without the documents of conditions ``lm`` is known to fail on, logged; all of it if the
+    check itself fails."""
+    try:
+        unanswerable = unanswerable_conditions(lm)
+        if not unanswerable:
+            return task_dict, {}, {}
+        kept, tasks, conditions = drop_conditions(task_dict, unanswerable, _model_label(lm, cli_args))
+    except Exception:
+        logger.exception("pathbind: could not check which conditions the model answers; running every document")
+        return task_dict, {}, {}
+    for reason in tasks.values():
+        logger.error(f"pathbind: {reason}")
+    for reason in (r for task_reasons in conditions.values() for r in task_reasons.values()):
+        logger.warning(f"pathbind: {reason}")
+    return kept, tasks, conditions
+
+
+def _run_report(results: dict, skipped: dict[str, str],
+                conditions: dict[str, dict[str, str]] | None = None) -> dict[str, Any]:
+    """``results["pathbind"]``: the skipped tasks and conditions with their reasons, token usage per task and
+    condition. A task's skipped conditions also sit beside its metrics, as ``skipped_conditions``."""
+    for task, reasons in (conditions or {}).items():
+        if isinstance(results.get("results", {}).get(task), dict):
+            results["results"][task]["skipped_conditions,none"] = reasons
+    try:
+        usage = usage_by_condition(results.get("samples") or {})
+    except Exception:
+        logger.exception("pathbind: could not sum token usage per condition")
+        usage = {}
+    return {"skipped_tasks": skipped, "skipped_conditions": conditions or {}, "usage_by_condition": usage}
+
+
+def _model_settings(lm: Any) -> Any:
+    """What the model reports it ran with (``pathbind_settings``: for ``pathbind_hf`` its dtype, placement, image
+    limits and the generation settings that apply), as JSON; None for a model that reports nothing."""
+    try:
+        return getattr(lm, "pathbind_settings", None)
+    except Exception:
+        logger.exception("pathbind: could not read the model's settings")
+        return None
+
+
+def _model_label(lm: Any, cli_args: Any = None) -> str:
+    """How messages name the model: the ``--model`` name when run from the CLI, and the class."""
+    cls = type(lm)
+    name = getattr(cli_args, "model", None)
+    return f"{name!r} ({cls.__module__}.{cls.__qualname__})" if name else f"{cls.__module__}.{cls.__qualname__}"
+
+
+def _no_results(log_samples: Any) -> dict | None:
+    """What lmms-eval's evaluate returns for a run of zero tasks: the results dict on rank 0, None elsewhere."""
+    if int(os.environ.get("RANK", 0)) != 0:
+        return None
+    empty: dict[str, Any] = {key: {} for key in ("results", "group_subtasks", "configs", "versions", "n-shot",
+                                                 "higher_is_better", "n-samples")}
+    return {**empty, "samples": {}} if log_samples else empty
+

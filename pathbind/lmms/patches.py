@@ -1,0 +1,145 @@
+"""Every lmms-eval function the seam wraps or relies on, in one table, and the check that the installed lmms-eval
+still has the sources PathBind was written against.
+
+Each entry names the function (``module:qualname``), what PathBind does with it and why, the upstream change that
+would make the patch unnecessary, and the sha256 of each source PathBind runs on: 0.7.3's first, then the main
+branch's where it differs (commit 75571cf, which reports version 0.7.2). A version string alone cannot tell a
+main-branch install from a release, so the sources decide: any other source stops a PathBind run before any model
+call (:func:`require_compatible_lmms_eval`), naming what changed; ``pathbind doctor`` fails on it too.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import inspect
+from dataclasses import dataclass
+from importlib.metadata import version as installed_version
+from typing import Any
+
+# The lmms-eval releases PathBind's tests run against (`make test`: the release; `make compat`: the main branch).
+TESTED_LMMS_EVAL = ("0.7.3", "main 75571cf")
+
+
+@dataclass(frozen=True)
+class Patch:
+    """One lmms-eval function: ``wrapped_by`` the seam function that wraps it ("" when PathBind only relies on its
+    behaviour), ``why``, the ``upstream`` change that would make the patch unnecessary, and its accepted sources."""
+
+    target: str
+    wrapped_by: str
+    why: str
+    upstream: str
+    sources: tuple[str, ...]
+
+
+PATCHES: tuple[Patch, ...] = (
+    Patch("lmms_eval.tasks:TaskManager.initialize_tasks", "tasks._indexing_plugin_dirs",
+          "index the plugins' task folders beside lmms-eval's own", "a task entry-point group TaskManager reads",
+          ("a337111dbcf5e705299340f5544b400867a1ab2b558b606f54455ee784181641",)),
+    Patch("lmms_eval.tasks:TaskManager._get_config", "tasks._with_data_root",
+          "apply PATHBIND_DATA; expand declared metric lists; hand process_docs, process_results and the "
+          "aggregations their task and row ledger; derive declared task variants",
+          "a config hook per task, and the task passed to its functions",
+          ("edf0c290475595e8a65d34a54594caa4cafb22c424cacfa8713463ad26633cf2",)),
+    Patch("lmms_eval.tasks:TaskManager._load_individual_task_or_group", "tasks._naming_failed_tasks",
+          "a build error names the task instead of RetryError[<Future>]", "build errors that name their task",
+          ("8f90d5ae3d448758894746d2d1528a21f55a30ff56ff7fa6a8f2aae0d63dfcfe",)),
+    Patch("lmms_eval.api.task:ConfigurableTask.download", "tasks._no_retry_for_build_errors",
+          "a deterministic build error is raised at once, not retried 5 times; `pathbind data check` loads data "
+          "as it does (tasks.load_dataset)", "retries for network errors only",
+          ("92e6e3e572f19789bf8c901b64432e9283be483904660cb017c5e4443406fbd9",)),
+    Patch("lmms_eval.tasks:TaskManager.__init__", "", "builds the index initialize_tasks returns",
+          "(relied on)", ("f580db828e8ea2b5ea53285d65d564a6b14a9eb625b5e067ba209ba597844940",)),
+    Patch("lmms_eval.tasks:TaskManager._get_task_and_group", "",
+          "reads one folder's YAMLs into index entries (plugin folders, conflict report)", "(relied on)",
+          ("eeac30a395937993712475265a5eb97e79a78e3de6363fa9e54f26a1aefbf990",
+           "446735b725a647f323a548fad8f7b84902156216d24689782196e341871a6fee")),
+    Patch("lmms_eval.evaluator:evaluate", "evaluate._skipping_unsupported",
+          "skip tasks and conditions the model cannot run, with the reason; add results['pathbind']",
+          "task requirements a model can decline, and a results extension hook",
+          ("17c70978141ea7a5882ea018d739c1dede908615cd6cc42cc2c7bd49d8fc905f",
+           "3bfc63133de12c55914b81766455561a1ff9255174631ea7a6cf13548e3bd67e")),
+    Patch("lmms_eval.evaluator:simple_evaluate", "", "calls evaluate through the module global the hook replaces",
+          "(relied on)", ("1b3c3feda517631d0efde10febef21c839d6323fe34e87ffbe91a7f885892f94",
+                          "eb82b9d222eeb699437b70f053ec39c940285cef51c1ec44656a68ae77208cb3")),
+    Patch("lmms_eval.utils:make_table", "table._scalars_only",
+          "the console table shows scalar metrics only (wrapped where lmms_eval.__main__ imported it)",
+          "make_table skipping non-scalar values",
+          ("9b57aad72e6d74fbb21b5d3f54f87860af9477100c76f1ecd493e857165379f9",)),
+    Patch("lmms_eval.__main__:cli_evaluate", "", "saves results.json before printing the table", "(relied on)",
+          ("3dc4c52220265285dd9cbfac8192d6ca1cb18082b0d4c7b6bebb824cd2a135db",
+           "c2449f720c12938671fb2ffa1a86caa18f602f0d3eacd9e5ef2694acaf875d18")),
+    Patch("lmms_eval.__main__:cli_evaluate_single", "", "looks make_table up as a module global", "(relied on)",
+          ("b93ab192598fdf168c64902b3165bb27c9ca4ca9ab25686b3b180b2d68daf352",
+           "1e1736ff42c739f7f6c52e1d3af691916d68f82ccfb4b0a350a1dc9d1142857e")),
+    Patch("lmms_eval.cli.tasks_cmd:run_tasks", "", "`lmms-eval tasks list` builds a TaskManager (plugin tasks "
+          "listed)", "(relied on)", ("920bfe137fdbb0699eb0b15f0f7253c9865847a281dfa5092eb82926c4dc6bbc",)),
+    Patch("lmms_eval.models.registry_v2:ModelRegistryV2.load_entrypoint_manifests", "",
+          "loads the lmms_eval.models entry point (PathBind's models)", "(relied on)",
+          ("ebe48be47f6f1552199bff14d0c8355aa9b2a6e89e48cd1a06d2ed0c161d9a6c",)),
+    Patch("lmms_eval.caching.response_cache:ResponseCache.create", "cache.resuming_create",
+          "--use_cache with a PathBind model resumes the answers of runs whose process died",
+          "a resumable run id (answers of unfinished runs read back)",
+          ("4657055a88cd8258cfc74cb25689437277d6455e840786fc11f7ddc24e6043b9",
+           "ab02fed9f20230fc8fbc435e8b275f9a498bf99e21ae72904de5f6bdc3320f21")),
+    Patch("lmms_eval.caching.response_cache:ResponseCache.execute", "cache.streaming_execute",
+          "answers are stored unit by unit (a batch, an encoded request), not once at the end",
+          "storing each answer as it comes", ("e552c11a2139e999906b828717318dab7c2fdb7274c4bd08b3166215b575a103",)),
+    Patch("lmms_eval.caching.response_cache:ResponseCache._is_valid_response", "cache.answered",
+          "a model failure is not stored, so a rerun retries it", "a failure marker models can return",
+          ("b3d6ad6783051708fe76d8e297c71023a16f550baca2bb7724ac364b4b0c4937",)),
+)
+HOOKED_SOURCES: dict[str, tuple[str, ...]] = {patch.target: patch.sources for patch in PATCHES}
+
+
+def source_hash(qualified: str) -> str:
+    """sha256 of the source of ``module:qualname`` (lmms-eval's own, under any wrapper PathBind added)."""
+    module, _, qualname = qualified.partition(":")
+    target: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        target = target.__dict__[part] if isinstance(target, type) else getattr(target, part)
+    if isinstance(target, (classmethod, staticmethod)):
+        target = target.__func__
+    return hashlib.sha256(inspect.getsource(inspect.unwrap(target)).encode()).hexdigest()
+
+
+class IncompatibleLmmsEval(RuntimeError):
+    """This lmms-eval is not one PathBind can run on; the message names what changed and what to install."""
+
+
+@functools.cache
+def compatibility_problem() -> str:
+    """Why PathBind cannot run on the installed lmms-eval, or "" when it can: every function in the table has a
+    source it runs on, whatever the version says. Checked once per process (about 0.1 s)."""
+    changed = hooked_sources_changed()
+    if not changed:
+        return ""
+    installed = installed_version("lmms-eval")
+    tested = ", ".join(TESTED_LMMS_EVAL)
+    return (f"lmms-eval {installed} is not one PathBind runs on (tested: {tested}): lmms-eval functions PathBind "
+            f"hooks changed: {', '.join(changed)}. PathBind stops rather than risk a wrong run: install lmms-eval "
+            f"{TESTED_LMMS_EVAL[0]} (pip install 'lmms-eval=={TESTED_LMMS_EVAL[0]}') or a PathBind release that "
+            f"supports this one")
+
+
+def require_compatible_lmms_eval() -> None:
+    """Raise :class:`IncompatibleLmmsEval` when :func:`compatibility_problem` finds one."""
+    problem = compatibility_problem()
+    if problem:
+        raise IncompatibleLmmsEval(problem)
+
+
+def hooked_sources_changed() -> list[str]:
+    """The functions of the table whose source is none PathBind runs on (or that no longer exist); empty when all
+    match."""
+    changed = []
+    for qualified, accepted in HOOKED_SOURCES.items():
+        try:
+            found = source_hash(qualified)
+        except Exception:
+            found = ""
+        if found not in accepted:
+            changed.append(qualified)
+    return changed

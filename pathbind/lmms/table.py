@@ -1,0 +1,58 @@
+"""The lmms-eval CLI's console table in runs with ``results["pathbind"]``: scalar metrics only, and one line naming
+the structured ones and where to read them."""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any
+
+from pathbind.lmms.tasks import HOOK_MARK
+
+
+def install_table_hook() -> bool:
+    """Make the lmms-eval CLI's results table show only scalar metrics in runs with ``results["pathbind"]``, with
+    one line naming the structured ones left out; idempotent. The CLI saves results.json before it prints."""
+    main = sys.modules.get("lmms_eval.__main__")
+    original = getattr(main, "make_table", None)
+    if original is None or getattr(original, HOOK_MARK, False):
+        return original is not None
+    main.make_table = _scalars_only(original)  # type: ignore[union-attr]  # looked up as a global at print time
+    return True
+
+
+def _scalars_only(original: Any) -> Any:
+    @functools.wraps(original)
+    def make_table(result_dict: dict, column: str = "results", sort_results: bool = False) -> str:
+        if "pathbind" not in result_dict:
+            return original(result_dict, column, sort_results)
+        shown, left_out = scalar_view(result_dict, column)
+        table = original(shown, column, sort_results)
+        return f"{table}\n{structured_note(left_out, result_dict)}\n" if left_out else table
+
+    setattr(make_table, HOOK_MARK, True)
+    return make_table
+
+
+def scalar_view(result_dict: dict, column: str = "results") -> tuple[dict, list[str]]:
+    """A copy of ``result_dict`` whose ``column`` keeps only scalar metric values, and the metric names left out;
+    ``result_dict`` itself is not changed."""
+    left_out: set[str] = set()
+    table: dict[str, dict] = {}
+    for task, metrics in (result_dict.get(column) or {}).items():
+        table[task] = {}
+        for key, value in metrics.items():
+            if value is None or isinstance(value, (str, int, float)):
+                table[task][key] = value
+            else:
+                left_out.add(key.partition(",")[0])
+    return {**result_dict, column: table}, sorted(left_out)
+
+
+def structured_note(names: list[str], result_dict: dict) -> str:
+    """The line under the table naming the structured metrics and where to read them."""
+    output = ((result_dict.get("config") or {}).get("resolved_cli_args") or {}).get("output_path")
+    where = (f"are in results.json; `pathbind summary {output}` shows them" if output else
+             "are not in this table; run with --output_path to save them to results.json for `pathbind summary`")
+    return f"structured metrics ({', '.join(names)}) {where}"
+

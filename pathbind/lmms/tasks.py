@@ -1,0 +1,294 @@
+"""lmms-eval's ``TaskManager`` with PathBind: the plugins' task folders indexed, ``PATHBIND_DATA`` applied, task
+functions run with their task and ledger (:mod:`pathbind.lmms.running`), build errors that name the task; and the
+seam's other uses of lmms-eval's task machinery (the index for ``pathbind doctor``, a task's documents for the
+report, lmms-eval's data loading for ``pathbind data check``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from loguru import logger
+
+from pathbind.data import apply_data_root
+from pathbind.lmms.patches import require_compatible_lmms_eval
+from pathbind.lmms.running import InTask, RunningTask
+from pathbind.plugins import Contribution, PluginManager, get_plugin_manager
+from pathbind.provenance import record_raw_split
+
+HOOK_MARK = "__pathbind_task_hook__"
+# The plugins PathBind itself ships (pyproject's [project.entry-points.pathbind]): their task names come first.
+FIRST_PARTY_PLUGINS = ("pathbind_tasks", "pathbind_models", "pathbind_metrics", "pathbind_analysis")
+
+class TaskBuildError(ValueError):
+    """A PathBind task's documents cannot be built; the message names the task and the cause."""
+
+
+def install_task_hook(pm: PluginManager | None = None) -> bool:
+    """Make lmms-eval's TaskManager index the plugins' task directories, honour ``PATHBIND_DATA`` for their
+    tasks and name the task in a build error; idempotent. ``pm`` defaults to the process-wide plugin manager.
+
+    Returns False (and logs why) when this lmms-eval release no longer has the expected hook points.
+    """
+    try:
+        from lmms_eval.api.task import ConfigurableTask
+        from lmms_eval.tasks import TaskManager
+    except Exception:
+        logger.exception("pathbind: lmms_eval.tasks cannot be imported; PathBind tasks are unavailable")
+        return False
+    if getattr(TaskManager.initialize_tasks, HOOK_MARK, False):
+        return True
+    expected = {"initialize_tasks": ("self", "include_path", "include_defaults"), "_get_config": ("self", "name"),
+                "_load_individual_task_or_group": ("self", "name_or_config")}
+    for method, arguments in expected.items():
+        code = getattr(getattr(TaskManager, method, None), "__code__", None)
+        if code is None or code.co_varnames[: len(arguments)] != arguments:
+            logger.error(f"pathbind: this lmms-eval's TaskManager.{method} is not the one PathBind hooks; PathBind "
+                         "tasks are unavailable (pass their folders with --include_path; see `pathbind doctor`)")
+            return False
+    manager: Callable[[], PluginManager] = (lambda: pm) if pm is not None else get_plugin_manager
+    TaskManager._get_config = _with_data_root(TaskManager._get_config, manager)
+    TaskManager._load_individual_task_or_group = _naming_failed_tasks(TaskManager._load_individual_task_or_group)
+    _no_retry_for_build_errors(ConfigurableTask)
+    TaskManager.initialize_tasks = _indexing_plugin_dirs(TaskManager.initialize_tasks, manager)
+    from pathbind.lmms.watch import watch_lmms_eval
+
+    watch_lmms_eval()  # the other patches too, for callers that install this one directly
+    return True
+
+
+def _indexing_plugin_dirs(original: Any, manager: Callable[[], PluginManager]) -> Any:
+    @functools.wraps(original)
+    def initialize_tasks(self: Any, include_path: Any = None, include_defaults: bool = True) -> dict:
+        # lmms-eval's own index (built-ins unless include_defaults=False, then --include_path), then the plugins'
+        # tasks: installed plugins are indexed whatever include_defaults says, like entry-point models.
+        index = original(self, include_path=include_path, include_defaults=include_defaults)
+        merged, conflicts = merge_plugin_tasks(self._get_task_and_group, index, manager().task_dirs())
+        for conflict in conflicts:
+            logger.warning(f"pathbind: {conflict.message}")
+        return merged
+
+    setattr(initialize_tasks, HOOK_MARK, True)
+    return initialize_tasks
+
+
+def plugin_order(dirs: list[Contribution]) -> list[Contribution]:
+    """Task directories in the order their names are claimed: PathBind's own plugins, then the others by name."""
+    def rank(item: tuple[int, Contribution]) -> tuple[bool, int, str, int]:
+        position, contribution = item
+        first_party = contribution.plugin in FIRST_PARTY_PLUGINS
+        return (not first_party, FIRST_PARTY_PLUGINS.index(contribution.plugin) if first_party else 0,
+                contribution.plugin, position)
+
+    return [contribution for _, contribution in sorted(enumerate(dirs), key=rank)]
+
+
+@dataclass(frozen=True)
+class TaskNameConflict:
+    """A plugin task name that is defined elsewhere too; ``kept`` is the definition lmms-eval runs."""
+
+    name: str
+    plugin: str  # the plugin whose definition is skipped
+    skipped: str  # its YAML
+    kept: str  # the YAML (or "tag") that keeps the name
+    kept_by: str  # "plugin <name>", "lmms-eval" (a built-in task) or "--include_path" (the user's folder)
+
+    @property
+    def message(self) -> str:
+        if self.kept_by == "--include_path":
+            return (f"task {self.name!r}: your --include_path definition ({self.kept}) replaces the one from plugin "
+                    f"{self.plugin!r} ({self.skipped})")
+        return (f"task {self.name!r} of plugin {self.plugin!r} ({self.skipped}) is skipped: {self.kept_by} "
+                f"defines it ({self.kept}); rename one of them")
+
+
+def merge_plugin_tasks(read_dir: Callable[[str], dict], index: dict,
+                       dirs: list[Contribution]) -> tuple[dict, list[TaskNameConflict]]:
+    """``index`` (lmms-eval's built-ins and ``--include_path`` folders) plus each plugin task whose name is free.
+
+    A name keeps its first definition: lmms-eval's index, then the plugins in :func:`plugin_order`; a tag
+    named in several places lists the tasks of all of them. ``read_dir`` is ``TaskManager._get_task_and_group``.
+    """
+    merged, owners, conflicts = dict(index), {}, []
+    for contribution in plugin_order(dirs):
+        for name, entry in sorted(read_dir(str(contribution.value)).items()):
+            kept = merged.get(name)
+            if kept is None:
+                merged[name], owners[name] = entry, contribution.plugin
+            elif kept["type"] == entry["type"] == "tag":
+                merged[name] = {**kept, "task": [*kept["task"], *entry["task"]]}
+            else:
+                conflicts.append(TaskNameConflict(name, contribution.plugin, _where(entry), _where(kept),
+                                                  f"plugin {owners[name]!r}" if name in owners else _origin(kept)))
+    return merged, conflicts
+
+
+def _where(entry: dict) -> str:
+    return "a tag" if entry.get("yaml_path", -1) == -1 else str(entry["yaml_path"])
+
+
+def _origin(entry: dict) -> str:
+    import lmms_eval.tasks
+
+    builtin = Path(lmms_eval.tasks.__file__).parent
+    path = entry.get("yaml_path", -1)
+    return "lmms-eval" if path == -1 or Path(path).is_relative_to(builtin) else "--include_path"
+
+
+def task_conflicts(pm: PluginManager | None = None) -> list[str]:
+    """Task names that two plugins define, one message each naming both plugins and files (the later plugin's
+    task is skipped); ``pathbind doctor`` fails on them."""
+    from lmms_eval.tasks import TaskManager
+
+    reader = TaskManager.__new__(TaskManager)  # only its YAML indexing is used, which reads nothing else but this
+    reader.logger = logger
+    _, conflicts = merge_plugin_tasks(reader._get_task_and_group, {}, (pm or get_plugin_manager()).task_dirs())
+    return [c.message for c in conflicts]
+
+
+_PLUGIN_TASKS: dict[str, str] = {}  # task name -> YAML, for the tasks whose last loaded config is a plugin's
+
+
+def _with_data_root(original: Any, manager: Callable[[], PluginManager]) -> Any:
+    @functools.wraps(original)
+    def get_config(self: Any, name: str) -> dict:
+        config = original(self, name)
+        yaml_path = self.task_index[name]["yaml_path"]
+        if not (isinstance(yaml_path, str) and _in_plugin_dir(yaml_path, manager())):
+            _PLUGIN_TASKS.pop(name, None)
+            if declares_data(config) or _uses_pathbind(config):  # e.g. a copy via --include_path
+                return _in_task(config, name, _RecordingRows)
+            return config
+        _PLUGIN_TASKS[name] = yaml_path
+        return _in_task(apply_data_root(config), name, _NamingTheTask)
+
+    return get_config
+
+
+def _in_task(config: dict, name: str, process_docs: type[_RecordingRows]) -> dict:
+    """``config`` whose ``process_docs`` and ``process_results`` run with their task set (pathbind.task_context)."""
+    task = RunningTask(name, (config.get("dataset_kwargs") or {}).get("data_files"), config.get("dataset_path"))
+    config = dict(config)
+    if callable(config.get("process_docs")):
+        config["process_docs"] = process_docs(config["process_docs"], task)
+    if callable(config.get("process_results")):
+        config["process_results"] = InTask(config["process_results"], task)
+    if isinstance(config.get("metric_list"), list):  # the aggregations read the task's ledger
+        config["metric_list"] = [{**m, "aggregation": InTask(m["aggregation"], task)}
+                                 if isinstance(m, Mapping) and callable(m.get("aggregation")) else m
+                                 for m in config["metric_list"]]
+    return config
+
+
+def _in_plugin_dir(yaml_path: str, manager: PluginManager) -> bool:
+    return any(Path(yaml_path).is_relative_to(c.value) for c in manager.task_dirs())
+
+
+def _uses_pathbind(config: Mapping[str, Any]) -> bool:
+    """A third party's task built on PathBind's own process_docs or process_results."""
+    return any(str(getattr(config.get(key), "__module__", "")).startswith("pathbind")
+               for key in ("process_docs", "process_results"))
+
+
+def plugin_task(name: str) -> bool:
+    """Whether the last config lmms-eval loaded for task ``name`` is a plugin's."""
+    return name in _PLUGIN_TASKS
+
+
+def declares_data(config: Mapping[str, Any]) -> bool:
+    metadata = config.get("metadata")
+    return isinstance(metadata, Mapping) and bool(metadata.get("pathbind_data"))
+
+
+class _RecordingRows(InTask):
+    """``process_docs`` that first notes the split's rows as loaded (lmms-eval keeps only the converted split; the
+    run's data record needs the raw count)."""
+
+    def __call__(self, dataset: Any) -> Any:
+        try:
+            record_raw_split(self.task.name, dataset)
+        except Exception:
+            logger.exception(f"pathbind: could not count the rows task {self.task.name} loaded")
+        return super().__call__(dataset)
+
+
+class _NamingTheTask(_RecordingRows):
+    """``process_docs`` whose error names the task (and is not retried: see _no_retry_for_build_errors); it first
+    makes sure this lmms-eval is one PathBind can run on."""
+
+    def __call__(self, dataset: Any) -> Any:
+        try:
+            require_compatible_lmms_eval()
+            return super().__call__(dataset)
+        except Exception as exc:
+            raise TaskBuildError(f"task {self.task.name}: {type(exc).__name__}: {exc}") from exc
+
+
+def _no_retry_for_build_errors(task_class: Any) -> None:
+    """lmms-eval retries a task's whole ``download`` (load and ``process_docs``) 5 times, 2 s apart, then raises
+    ``RetryError[<Future ...>]``; a TaskBuildError is deterministic, so it is raised at once, as it is."""
+    from tenacity import retry_if_not_exception_type
+
+    download = task_class.download
+    if getattr(download, HOOK_MARK, False) or not callable(getattr(download, "retry_with", None)):
+        return
+    hooked = download.retry_with(retry=download.retry.retry & retry_if_not_exception_type(TaskBuildError))
+    setattr(hooked, HOOK_MARK, True)
+    task_class.download = hooked
+
+
+def _naming_failed_tasks(original: Any) -> Any:
+    """Turn the ``RetryError`` a PathBind task's failed build ends in into ``ValueError("task <name>: <cause>")``,
+    chained from the cause (the load error after lmms-eval's retries)."""
+    from tenacity import RetryError
+
+    @functools.wraps(original)
+    def load(self: Any, name_or_config: Any = None, *args: Any, **kwargs: Any) -> Any:
+        name = name_or_config.get("task") if isinstance(name_or_config, dict) else name_or_config
+        try:
+            return original(self, name_or_config, *args, **kwargs)
+        except RetryError as exc:
+            cause = exc.last_attempt.exception()
+            if not isinstance(name, str) or name not in _PLUGIN_TASKS or cause is None:
+                raise
+            raise TaskBuildError(f"task {name}: {type(cause).__name__}: {cause}") from cause
+
+    return load
+
+
+
+# --- lmms-eval's task machinery, for PathBind's commands --------------------------------------------------------
+
+
+def task_index(pm: PluginManager | None = None) -> dict[str, dict]:
+    """lmms-eval's task index with the plugins' folders (about 10 s); ValueError when the hook cannot install."""
+    if not install_task_hook(pm):
+        raise ValueError("this lmms-eval's TaskManager cannot index PathBind tasks (see `pathbind doctor`)")
+    from lmms_eval.tasks import TaskManager
+
+    return TaskManager("ERROR").task_index
+
+
+def load_task_yaml(path: str | Path) -> dict:
+    """A task YAML through lmms-eval's own loader, ``include`` and ``!function`` targets resolved."""
+    from lmms_eval.utils import load_yaml_config
+
+    return load_yaml_config(str(path), mode="full")
+
+
+def task_documents(task: str) -> Sequence[dict[str, Any]]:
+    """The evaluation documents of ``task`` after its ``process_docs``, indexed like the sample logs' ``doc_id``,
+    built by lmms-eval's TaskManager with the seam installed (so the data resolves as it did during the run).
+    Raises ValueError naming the task and the cause."""
+    if not install_task_hook():
+        raise ValueError(f"{task}: this lmms-eval cannot index PathBind tasks (see `pathbind doctor`)")
+    from lmms_eval.tasks import TaskManager, get_task_dict
+
+    try:
+        return get_task_dict([task], TaskManager("ERROR"))[task].eval_docs
+    except Exception as exc:  # any loader failure (missing data, unknown task) becomes a note in the report
+        raise ValueError(f"{task}: cannot load its documents ({type(exc).__name__}: {exc})") from exc
