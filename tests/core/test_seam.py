@@ -23,6 +23,7 @@ from pathbind.lmms.running import InTask, RunningTask
 from pathbind.lmms.table import _scalars_only, scalar_view, structured_note
 from pathbind.lmms.tasks import (
     FIRST_PARTY_PLUGINS,
+    HOOK_MARK,
     TaskBuildError,
     _NamingTheTask,
     install_task_hook,
@@ -63,10 +64,41 @@ def test_a_changed_hooked_function_stops_pathbind_before_any_model_call_whatever
         patches.compatibility_problem.cache_clear()
 
 
-def test_the_lmms_eval_sources_the_bridge_relies_on_are_unchanged():
-    """Each wrapped or relied-on lmms-eval function has the source the bridge was written against (sha256)."""
+def test_the_lmms_eval_sources_the_seam_relies_on_are_unchanged():
+    """Each wrapped or relied-on lmms-eval function has the source the seam was written against (sha256)."""
     assert hooked_sources_changed() == []
     assert "lmms_eval.tasks:TaskManager._get_config" in HOOKED_SOURCES
+
+
+PATCHED_MODULES = ("lmms_eval.tasks", "lmms_eval.api.task", "lmms_eval.evaluator", "lmms_eval.__main__",
+                   "lmms_eval.caching.response_cache", "lmms_eval.utils")
+
+
+def _seam_patches() -> set[str]:
+    """``module:qualname`` of every lmms-eval function a seam wrapper replaced, found by scanning the modules: a
+    wrapper is code in pathbind/lmms (or a copy marked by it, as tenacity's retry_with is)."""
+    import importlib
+    import inspect
+
+    seam = str(Path(patches.__file__).parent)
+    found = set()
+    for module in map(importlib.import_module, PATCHED_MODULES):
+        classes = [v for v in vars(module).values() if isinstance(v, type) and v.__module__ == module.__name__]
+        owners = [module, *classes]
+        for value in (v for owner in owners for v in vars(owner).values()):
+            function = getattr(value, "__func__", value)  # classmethod, staticmethod
+            code = getattr(function, "__code__", None)
+            if code is not None and (code.co_filename.startswith(seam) or getattr(function, HOOK_MARK, False)):
+                original = inspect.unwrap(function)
+                found.add(f"{original.__module__}:{original.__qualname__}")
+    return found
+
+
+def test_every_function_the_seam_replaced_is_a_row_of_the_table():
+    """Every lmms-eval function wrapped once lmms-eval is loaded is listed with what wraps it, and every listed
+    wrapper is installed: the table is the complete list of patches."""
+    assert _seam_patches() == {patch.target for patch in patches.PATCHES if patch.wrapped_by}
+    assert all(patch.why and patch.upstream and patch.sources for patch in patches.PATCHES)
 
 
 def test_a_changed_or_missing_source_is_named(monkeypatch):
