@@ -28,6 +28,8 @@ $(DEPS_STAMP): pyproject.toml Makefile
 
 # A regular (non-editable) install, as users get it from `pip install .`; tests run against it.
 install: $(DEPS_STAMP)
+	@# setuptools packs whatever its build/ folder holds: a module deleted since the last build would be installed.
+	rm -rf build examples/pathbind-example-plugin/build
 	$(PIP) install --quiet --no-deps --no-build-isolation --force-reinstall . ./examples/pathbind-example-plugin
 
 demo: install

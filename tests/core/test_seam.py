@@ -356,3 +356,23 @@ def test_the_bridge_hands_each_task_function_its_task_in_the_calling_thread():
     assert process_results(doc, ["yes"])["acc_image"]["task"] is None
     assert repr(scored) == repr(process_results)  # what lmms-eval writes into the results' configs
     assert task.source("test") == "task pathbind_demo_yesno, file /data/demo/test.parquet"
+
+
+def test_lmms_eval_internals_are_imported_only_under_the_seam():
+    """Outside pathbind/lmms, product code imports only lmms-eval's public model and request classes."""
+    import ast
+
+    import pathbind
+
+    public = {"lmms_eval.api.model", "lmms_eval.api.instance"}
+    root = Path(pathbind.__file__).parent.parent
+    seam = Path(pathbind.__file__).parent / "lmms"
+    outside = []
+    for package in ("pathbind", "pathbind_tasks", "pathbind_models", "pathbind_metrics", "pathbind_analysis"):
+        for path in (p for p in (root / package).rglob("*.py") if not p.is_relative_to(seam)):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                    [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+                outside += [f"{path.relative_to(root)}: {name}" for name in names
+                            if name.split(".")[0] == "lmms_eval" and name not in public]
+    assert outside == []
