@@ -17,6 +17,7 @@ import pytest
 from filelock import FileLock
 
 from pathbind import make_plugin_manager
+from pathbind.lmms.running import RunningTask, running
 
 BIN = Path(sys.executable).parent
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -28,6 +29,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get("PYTEST_XDIST_WORKER"):
         for variable in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ.setdefault(variable, "1")
+
+
+@pytest.fixture
+def running_task():
+    """A running task, as the seam sets one around a task's functions: ``.ledger`` is its last process_docs's."""
+    with running(RunningTask("test_task")) as task:
+        yield task
 
 
 @pytest.fixture

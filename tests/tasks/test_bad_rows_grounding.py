@@ -16,6 +16,7 @@ import pytest
 from conftest import BIN, lmms_eval, metric, run
 from PIL import Image
 
+from pathbind.lmms.running import running_task as running_task_now
 from pathbind.requests import AttentionResponse
 from pathbind_tasks.common import box_rows, faithfulness, grounding
 from pathbind_tasks.common.failures import MODEL_FAILED
@@ -41,16 +42,24 @@ def grounding_rows() -> list[dict]:
     """Nine rows of a 64x32 image: split variants, no split, an unknown split, a bad bbox, width, height and a
     stated size that is not the image's; plus columns named like the ones PathBind adds."""
     rows = [{"id": f"g{i}", "image": png(64, 32), "expression": f"structure {i}", "bbox": [0.0, 0.0, 32.0, 16.0],
-             "width": 64.0, "height": 32.0, "split": split, "alternatives": ["from the file"], "image_error": "no",
-             "accounting": "forged"} for i, split in enumerate(SPLITS)]
+             "width": 64.0, "height": 32.0, "split": split, "alternatives": ["from the file"], "image_error": "no"}
+            for i, split in enumerate(SPLITS)]
     rows[4]["bbox"] = None
     rows[5]["width"], rows[5]["height"] = 128.0, 64.0
     rows[7]["height"] = math.nan
     return rows
 
 
+@pytest.fixture(autouse=True)
+def _in_a_task(running_task):
+    """Every test builds its documents as the seam does: with a running task, which keeps the row ledger."""
+
+
 def ledger(docs: datasets.Dataset) -> dict:
-    return json.loads(docs["accounting"][0])
+    """The ledger the running task kept for ``docs``, the last documents built."""
+    kept = running_task_now().ledger
+    assert kept is not None and kept.kept == len(set(docs["id"]))
+    return {"rows": kept.rows, "kept": kept.kept, "dropped": dict(kept.dropped)}
 
 
 def without_image(doc: dict) -> dict:
@@ -82,7 +91,7 @@ def test_repeated_ids_are_two_items_not_one():
 
 
 def test_columns_pathbind_adds_replace_the_files_own():
-    """alternatives, image_error and accounting in the file are ignored: PathBind's own values are used."""
+    """alternatives and image_error in the file are ignored: PathBind's own values are used."""
     docs = grounding.by_split_testa(datasets.Dataset.from_list(grounding_rows()))
     assert all("from the file" not in alternatives for alternatives in docs["alternatives"])
     assert "image_error" not in docs.column_names and ledger(docs)["rows"] == 9

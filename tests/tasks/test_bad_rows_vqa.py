@@ -168,11 +168,14 @@ def test_checking_a_huge_image_stays_far_below_4_gb(tmp_path):
     Image.new("RGB", (8, 8)).save(tmp_path / "small.png")
     script = textwrap.dedent(f"""
         import datasets
+        from pathbind.lmms.running import RunningTask, running
         from pathbind_tasks.common.vqa import ablation, doc_to_visual, process_results
         images = [{str(tmp_path / "huge.png")!r}, {str(tmp_path / "small.png")!r}]
-        docs = ablation(datasets.Dataset.from_dict({{"id": ["big", "small"], "image": images, "question": ["q?"] * 2,
-                                                    "options": [["a", "b"]] * 2, "answer": ["A"] * 2}}))
-        assert set(docs["id"]) == {{"small"}} and '"image too large": 1' in docs[0]["accounting"]
+        with running(RunningTask("huge")) as task:
+            docs = ablation(datasets.Dataset.from_dict({{"id": ["big", "small"], "image": images,
+                                                        "question": ["q?"] * 2, "options": [["a", "b"]] * 2,
+                                                        "answer": ["A"] * 2}}))
+        assert set(docs["id"]) == {{"small"}} and task.ledger.dropped == {{"image too large": 1}}
         for doc in docs:
             doc_to_visual(doc)
             assert process_results(doc, ["<answer>A</answer>"])["acc_image"]["valid"]
@@ -180,7 +183,7 @@ def test_checking_a_huge_image_stays_far_below_4_gb(tmp_path):
     assert peak_rss(tmp_path, [sys.executable, "-c", script]) < 512 * 2**20
 
 
-def test_a_broken_image_drops_its_item_from_every_condition_and_no_swap_shows_it():
+def test_a_broken_image_drops_its_item_from_every_condition_and_no_swap_shows_it(running_task):
     """The unreadable image of b is a fault of the data: b is in no condition, counted in accounting, and no other
     item is shown it as a swap."""
     good = encoded(Image.new("RGB", (8, 8), (9, 9, 9)))
@@ -188,7 +191,7 @@ def test_a_broken_image_drops_its_item_from_every_condition_and_no_swap_shows_it
             "options": [OPTIONS] * 3, "answer": ["A"] * 3}
     docs = ablation(datasets.Dataset.from_dict(rows))
     assert set(docs["id"]) == set(docs["image_from"]) == {"a", "c"}
-    assert json.loads(docs[0]["accounting"])["dropped"] == {"unreadable image": 1}
+    assert running_task.ledger.dropped == {"unreadable image": 1}
     assert all(process_results(doc, ["<answer>A</answer>"])[f"acc_{doc['condition']}" if doc["condition"] != "image"
                                                             else "acc_image"]["valid"] for doc in docs)
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import datasets
 import numpy as np
 import pytest
@@ -103,7 +101,7 @@ def test_unknown_conditions_are_rejected_with_the_known_ones():
         with_conditions(("image", "blurr_4"))
 
 
-def test_an_unreadable_image_drops_its_item_from_every_condition_not_the_run():
+def test_an_unreadable_image_drops_its_item_from_every_condition_not_the_run(running_task):
     """Corrupt image bytes: a fault of the data, so the item is in no condition (not an invalid answer under the
     image condition only, which would lower acc_image and MG) and counted in the ledger by reason."""
     from pathbind_tasks.common.vqa import process_results
@@ -116,13 +114,12 @@ def test_an_unreadable_image_drops_its_item_from_every_condition_not_the_run():
     docs = list(with_conditions(("image", "text"))(datasets.Dataset.from_list(rows, features=features)))
     assert [(d["id"], d["condition"]) for d in docs] == [("ok", "image"), ("ok", "text")]
     assert "image_error" not in docs[0]
-    ledger = json.loads(docs[0]["accounting"])
-    assert {k: ledger[k] for k in ("rows", "kept", "dropped")} == {"rows": 2, "kept": 1,
-                                                                   "dropped": {"unreadable image": 1}}
-    assert ledger["examples"]["unreadable image"].startswith("'bad': UnidentifiedImageError")
+    ledger = running_task.ledger
+    assert (ledger.rows, ledger.kept, ledger.dropped) == (2, 1, {"unreadable image": 1})
+    assert ledger.examples["unreadable image"].startswith("'bad': UnidentifiedImageError")
     mcq = {"options": ["x", "y"], "answer": "A", "question": "?"}
     scored = process_results({**docs[0], **mcq}, ["<answer>A</answer>"])["acc_image"]
-    assert scored["valid"] and scored["task"] is None  # named only when an lmms-eval task calls process_results
+    assert scored["valid"] and scored["task"] == "test_task"  # the task the seam runs it for
     everything = r"every one of the 1 items has a fault of the data, nothing to evaluate \(unreadable image: 1 \(first"
     with pytest.raises(ValueError, match=everything):
         with_conditions(("image", "text"))(datasets.Dataset.from_list(rows[1:], features=features))

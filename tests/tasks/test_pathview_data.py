@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 from collections import Counter
 from pathlib import Path
 
@@ -152,9 +151,9 @@ def test_release_with_image_files_and_a_bad_row(task_manager, tmp_path, monkeypa
     task = task_manager.load_task_or_group(["pathview_region_ogd"])["pathview_region_ogd"]
     docs = list(task.test_docs())
     assert [doc["id"] for doc in docs] == ["a"]
-    ledger = json.loads(docs[0]["accounting"])
-    assert (ledger["rows"], ledger["kept"]) == (4, 1)
-    assert ledger["dropped"] == {"image file not found": 1, "width x height disagrees with the image's size": 1,
+    ledger = task.config.process_docs.task.ledger  # the seam hands it to the task's functions, not the documents
+    assert (ledger.rows, ledger.kept) == (4, 1)
+    assert ledger.dropped == {"image file not found": 1, "width x height disagrees with the image's size": 1,
                                  "field 'boxes' has boxes that cannot be drawn on the image": 1}
     record = task.process_results({k: v for k, v in docs[0].items() if k != "image"},
                                   ["<answer>[1, 1, 20, 20]</answer>"])

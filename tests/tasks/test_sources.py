@@ -92,7 +92,7 @@ def test_path_vqa_keeps_its_yes_no_questions(tmp_path):
 
 
 @pytest.mark.parametrize("zipped", [False, True])
-def test_quilt_vqa_reads_the_release_json_and_its_label_field(tmp_path, monkeypatch, zipped):
+def test_quilt_vqa_reads_the_release_json_and_its_label_field(tmp_path, monkeypatch, zipped, running_task):
     """OPEN rows are dropped; the label is yes_no_answer (a sentence that opens with neither is still labelled);
     a CLOSED item without a label is dropped and counted, never scored invalid; images resolve from the data
     folder or its quilt_vqa.zip."""
@@ -102,7 +102,7 @@ def test_quilt_vqa_reads_the_release_json_and_its_label_field(tmp_path, monkeypa
     images = [doc for doc in docs if doc["condition"] == "image"]
     assert [doc["id"] for doc in images] == ["quilt_vqa-100", "quilt_vqa-102", "quilt_vqa-104"]
     assert [doc["answer"] for doc in images] == ["yes", "no", "no"] and images[0]["image"].size == (14, 9)
-    assert json.loads(images[0]["accounting"])["dropped"] == {"answer_type is not CLOSED": 1, quilt_vqa.UNLABELLED: 1}
+    assert running_task.ledger.dropped == {"answer_type is not CLOSED": 1, quilt_vqa.UNLABELLED: 1}
 
 
 def test_quilt_vqa_without_the_label_field_follows_the_official_rule():
@@ -128,7 +128,7 @@ def test_pathmmu_reads_data_json_with_the_yaml_loader_settings(data_root, indent
                                                     "EduContent-test_tiny-9"]
 
 
-def test_pathmmu_items_with_a_bad_answer_or_a_missing_image_are_dropped_and_counted(data_root, capsys):
+def test_pathmmu_items_with_a_bad_answer_or_a_missing_image_are_dropped_and_counted(data_root, capsys, running_task):
     """"F) Basophils" of four options and an image absent from images/ are faults of the data: both items leave
     every condition, counted by reason, the missing file named in the log."""
     messages: list[str] = []
@@ -138,7 +138,7 @@ def test_pathmmu_items_with_a_bad_answer_or_a_missing_image_are_dropped_and_coun
     finally:
         logger.remove(sink)
     assert "PubMed-test-3" not in docs["id"] and "PathCLS-test-6" not in docs["id"]
-    assert json.loads(docs[0]["accounting"])["dropped"] == {
+    assert running_task.ledger.dropped == {
         "field 'answer' is not one of the option letters": 1, "image file not found": 1}
     assert any(str(data_root / "pathmmu" / "images" / "absent.jpg") in message for message in messages)
 
@@ -190,7 +190,7 @@ def test_pathbind_vqa_local_format(data_root):
     assert docs["options"][0] == ["Gland", "Vessel", "Nerve", "Duct"] and docs[0]["image"].size == (12, 10)
 
 
-def test_pathbind_vqa_image_paths_resolve_against_the_data_folder(data_root):
+def test_pathbind_vqa_image_paths_resolve_against_the_data_folder(data_root, running_task):
     """A release that stores file names instead of image bytes reads them from $PATHBIND_DATA/<set>/images/."""
     folder = data_root / "pathbind_pta"
     (folder / "images").mkdir()
@@ -200,17 +200,17 @@ def test_pathbind_vqa_image_paths_resolve_against_the_data_folder(data_root):
                                             "dimension": ["D1", "D2"], "source": ["atlas", "atlas"]}, ())
     docs = pathbind_vqa.pta_full(load("parquet", folder / "test.parquet"))
     assert docs[0]["image"].size == (12, 10) and docs["condition"] == ["image", "text"]
-    assert json.loads(docs[0]["accounting"])["dropped"] == {"image file not found": 1}
+    assert running_task.ledger.dropped == {"image file not found": 1}
 
 
-def test_an_unreadable_embedded_image_drops_its_item(tmp_path):
+def test_an_unreadable_embedded_image_drops_its_item(tmp_path, running_task):
     """Corrupt bytes: the item is dropped with the reason; the others are untouched."""
     path = write_parquet(tmp_path / "test.parquet", {"image": [{"bytes": b"not an image", "path": "x.jpg"},
                                                                {"bytes": png(1), "path": "y.jpg"}],
                                                      "question": ["a?", "b?"], "answer": ["yes", "no"]})
     docs = path_vqa.image_only(load("parquet", path))
     assert docs["id"] == ["path_vqa-test-1"]
-    assert json.loads(docs[0]["accounting"])["dropped"] == {"unreadable image": 1}
+    assert running_task.ledger.dropped == {"unreadable image": 1}
 
 
 def test_no_image_folder_at_all_fails_before_any_model_call(data_root, tmp_path, monkeypatch):
@@ -362,7 +362,7 @@ def test_lmms_eval_dummy_model_runs_a_source_task(cli_root, tmp_path):
 
 
 
-def test_pathmmu_options_given_as_one_string_are_a_data_fault_not_characters(data_root):
+def test_pathmmu_options_given_as_one_string_are_a_data_fault_not_characters(data_root, running_task):
     """A release whose options are one string ("A) x | B) y") has no agreed separator: the item is dropped naming
     the field and its type, never split into one option per character."""
     folder = data_root / "pathmmu"
@@ -373,7 +373,7 @@ def test_pathmmu_options_given_as_one_string_are_a_data_fault_not_characters(dat
     (folder / "images" / "img_2.jpg").write_bytes(png(40))
     docs = pathmmu.test_full(load("json", folder / "data.json", **pathmmu_load_kwargs()))
     assert set(docs["id"]) == {"PubMed-test-2"}
-    assert json.loads(docs[0]["accounting"])["dropped"] == {"field 'options' is a str, not a list of option texts": 1}
+    assert running_task.ledger.dropped == {"field 'options' is a str, not a list of option texts": 1}
 
 
 @pytest.mark.parametrize(("module", "field", "value", "reason"), [
@@ -399,13 +399,13 @@ def test_a_field_of_the_wrong_type_is_named_never_stringified(data_root, module,
         _convert_rows(data_root, module, [{**row, field: value} for row in rows], loader)
 
 
-def test_a_null_field_in_one_record_drops_that_item_naming_the_field(data_root):
+def test_a_null_field_in_one_record_drops_that_item_naming_the_field(data_root, running_task):
     """JSON records may leave a field null: that item is dropped as a fault of the data, the others run."""
     rows = [dict(record) for record in QUILT_RECORDS]
     rows[0]["question"] = None
     docs = _convert_rows(data_root, quilt_vqa, rows, "json")
     assert [doc["id"] for doc in docs] == ["quilt_vqa-102", "quilt_vqa-104"]
-    assert json.loads(docs[0]["accounting"])["dropped"]["field 'question' is missing"] == 1
+    assert running_task.ledger.dropped["field 'question' is missing"] == 1
 
 
 def _release_rows(data_root: Path, module: Any) -> tuple[list[dict[str, Any]], str]:
