@@ -79,6 +79,17 @@ def pathbind_demo_data() -> dict[str, Callable[..., object]]:
 
 
 @hookspec
+def pathbind_image_encoders() -> dict[str, Callable[..., object]]:
+    """Return named image encoders: classes or factories taking ``(pretrained, features, dtype, device,
+    processor_options)``.
+
+    The encoder built loads the checkpoint; its ``embed(image)`` returns one float32 vector per PIL image and its
+    ``metadata()`` a JSON-ready dict of how. ``pathbind embed`` runs ``pathbind_hf`` (``features``: ``vision`` or
+    ``projected``). Returning encoders must not import torch. Names must be Python identifiers and values callable.
+    """
+
+
+@hookspec
 def pathbind_add_commands(subparsers: argparse._SubParsersAction) -> None:
     """Add subcommands to the ``pathbind`` command line.
 

@@ -99,6 +99,9 @@ class PluginManager(pluggy.PluginManager):
     def demo_data(self) -> dict[str, Contribution]:
         return self._functions("pathbind_demo_data", "demo function")
 
+    def image_encoders(self) -> dict[str, Contribution]:
+        return self._functions("pathbind_image_encoders", "image encoder")
+
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:
         """Let each plugin add subcommands; one added without a callable ``func`` default fails when run."""
         known = set(subparsers.choices)
@@ -335,6 +338,7 @@ CHECKS: dict[str, ResultCheck] = {"pathbind_task_dirs": _folders, "pathbind_temp
                             "pathbind_models": _list_of("pathbind.ModelSpec", _model_problem, lambda spec: spec),
                             "pathbind_metrics": _functions("metric", " (YAMLs refer to it as an attribute)"),
                             "pathbind_demo_data": _functions("demo function"),
+                            "pathbind_image_encoders": _functions("image encoder"),
                             "pathbind_add_commands": _nothing}
 
 
