@@ -80,12 +80,12 @@ def pathbind_demo_data() -> dict[str, Callable[..., object]]:
 
 @hookspec
 def pathbind_image_encoders() -> dict[str, Callable[..., object]]:
-    """Return named image encoders: classes or factories taking ``(pretrained, features, dtype, device,
-    processor_options)``.
+    """Return named image encoders: classes or factories that load a checkpoint.
 
-    The encoder built loads the checkpoint; its ``embed(image)`` returns one float32 vector per PIL image and its
-    ``metadata()`` a JSON-ready dict of how. ``pathbind embed`` runs ``pathbind_hf`` (``features``: ``vision`` or
-    ``projected``). Returning encoders must not import torch. Names must be Python identifiers and values callable.
+    ``encoder(pretrained, features, dtype, device, processor_options)`` returns an object whose ``embed(image)``
+    gives one float32 vector per PIL image and whose ``metadata()`` says how, as a JSON-ready dict; ``pathbind
+    embed`` runs ``pathbind_hf`` (``features``: ``vision`` or ``projected``). Returning encoders must not import
+    torch. Names must be Python identifiers and values callable.
     """
 
 

@@ -28,7 +28,7 @@ def pathbind_template_dirs() -> list[Path]:
 
 @hookimpl
 def pathbind_demo_data() -> dict[str, Callable[..., object]]:
-    from pathbind_tasks.common.faithfulness import question
+    from pathbind_tasks.common.faithfulness import question  # lazily: the generators load datasets, scipy and PIL
     from pathbind_tasks.demo.grounding_synth import grounding_expression, grounding_items
     from pathbind_tasks.demo.synth import demo_items
 
