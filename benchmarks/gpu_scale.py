@@ -36,7 +36,7 @@ from PIL import Image
 
 from pathbind_models.hf import probe
 from pathbind_models.hf.adapter import HFAdapter
-from pathbind_models.hf.families import FAMILIES
+from pathbind_models.hf.testing import build_tiny
 from pathbind_models.occlusion import fill_colour, occlude
 
 # The published dimensions: Qwen/Qwen2.5-VL-7B-Instruct and llava-hf/llava-1.5-7b-hf (Vicuna-7B + CLIP ViT-L/14-336).
@@ -116,7 +116,7 @@ def build(family: str, smoke: bool, device: torch.device, dtype: torch.dtype) ->
     processor (image-token ids kept); also the benchmark's image side in pixels."""
     from transformers import AutoModelForImageTextToText
 
-    _, tiny, processor = next(f for f in FAMILIES if f.name == family).build_tiny()
+    _, tiny, processor = build_tiny(family)
     dims = dimensions(family, smoke, len(processor.tokenizer))
     tiny_dict = tiny.to_dict()
     ids = {k: v for k, v in tiny_dict.items() if k.endswith(("_token_id", "_token_index"))}

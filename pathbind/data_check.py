@@ -24,6 +24,7 @@ from typing import Any
 
 from pathbind.catalog import plugin_tasks, read_task_yaml
 from pathbind.data import DATA_ENV, DataLocationError, apply_data_root, data_name
+from pathbind.layout import Layout
 from pathbind.lmms.running import Ledger, RunningTask, running
 from pathbind.plugins import PluginManager
 
@@ -220,11 +221,9 @@ def check_source(source: str, folder: Path, plans_: list[Plan]) -> SourceReport:
 
 def layout_lines(folder: Path, plans_: list[Plan]) -> list[Line]:
     """The files found against every ``LAYOUT`` the source's ``process_docs`` modules declare."""
-    from pathbind_tasks.common.layout import Layout
-
     modules = {path.rpartition(".")[0] for p in plans_ if isinstance(path := p.config.get("process_docs"), str)}
     layouts = {name: getattr(_module(name), "LAYOUT", None) for name in sorted(modules)}
-    lines = [Line(f"{name}.LAYOUT is a {type(layout).__name__}, not a pathbind_tasks.common.layout.Layout",
+    lines = [Line(f"{name}.LAYOUT is a {type(layout).__name__}, not a pathbind.layout.Layout",
                   problem=True) for name, layout in layouts.items() if layout is not None
              and not isinstance(layout, Layout)]
     declared = list(dict.fromkeys(layout for layout in layouts.values() if isinstance(layout, Layout)))

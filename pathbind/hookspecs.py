@@ -70,6 +70,26 @@ def pathbind_metrics() -> dict[str, Callable[..., object]]:
 
 
 @hookspec
+def pathbind_demo_data() -> dict[str, Callable[..., object]]:
+    """Return named functions that make synthetic demo data: item generators and the wording of their questions.
+
+    Controls train on what the generators draw with a seed other than the demo's own (0), asked in the tasks' own
+    words; ``pathbind_tasks/demo/README.md`` lists PathBind's. Names must be Python identifiers and values callable.
+    """
+
+
+@hookspec
+def pathbind_image_encoders() -> dict[str, Callable[..., object]]:
+    """Return named image encoders: classes or factories that load a checkpoint.
+
+    ``encoder(pretrained, features, dtype, device, processor_options)`` returns an object whose ``embed(image)``
+    gives one float32 vector per PIL image and whose ``metadata()`` says how, as a JSON-ready dict; ``pathbind
+    embed`` runs ``pathbind_hf`` (``features``: ``vision`` or ``projected``). Returning encoders must not import
+    torch. Names must be Python identifiers and values callable.
+    """
+
+
+@hookspec
 def pathbind_add_commands(subparsers: argparse._SubParsersAction) -> None:
     """Add subcommands to the ``pathbind`` command line.
 

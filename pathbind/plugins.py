@@ -94,8 +94,13 @@ class PluginManager(pluggy.PluginManager):
         return self._unique("model", ((spec.model_id, plugin, spec) for plugin, items in specs for spec in items))
 
     def metrics(self) -> dict[str, Contribution]:
-        functions = self.call_each("pathbind_metrics")
-        return self._unique("metric", ((name, plugin, fn) for plugin, items in functions for name, fn in items.items()))
+        return self._functions("pathbind_metrics", "metric")
+
+    def demo_data(self) -> dict[str, Contribution]:
+        return self._functions("pathbind_demo_data", "demo function")
+
+    def image_encoders(self) -> dict[str, Contribution]:
+        return self._functions("pathbind_image_encoders", "image encoder")
 
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:
         """Let each plugin add subcommands; one added without a callable ``func`` default fails when run."""
@@ -109,6 +114,11 @@ class PluginManager(pluggy.PluginManager):
             known.update(subparsers.choices)
 
         _HookCall(self, "pathbind_add_commands", check_new_commands).run({"subparsers": subparsers})
+
+    def _functions(self, hook_name: str, kind: str) -> dict[str, Contribution]:
+        """The named functions a hook returns, each name once."""
+        functions = self.call_each(hook_name)
+        return self._unique(kind, ((name, plugin, fn) for plugin, items in functions for name, fn in items.items()))
 
     def _unique(self, kind: str, items: Iterator[tuple[str, str, Any]]) -> dict[str, Contribution]:
         found: dict[str, Contribution] = {}
@@ -299,18 +309,23 @@ def _model_problem(entry: Any) -> str:
     return ""
 
 
-def _metrics(result: Any) -> tuple[dict[str, Callable[..., object]] | None, list[str]]:
-    if not isinstance(result, dict):
-        return None, [f"returned {type(result).__name__} {_short(result)}, not a dict of name -> function"]
-    kept, problems = {}, []
-    for name, function in result.items():
-        if not isinstance(name, str) or not name.isidentifier():
-            problems.append(f"name {_short(name)} is not a Python identifier (YAMLs refer to it as an attribute)")
-        elif not callable(function):
-            problems.append(f"metric {name!r} is a {type(function).__name__}, not callable")
-        else:
-            kept[name] = function
-    return kept, problems
+def _functions(kind: str, why_identifier: str = "") -> ResultCheck:
+    """A check for a hook that returns a dict of name -> ``kind`` function; names must be Python identifiers."""
+
+    def check(result: Any) -> tuple[dict[str, Callable[..., object]] | None, list[str]]:
+        if not isinstance(result, dict):
+            return None, [f"returned {type(result).__name__} {_short(result)}, not a dict of name -> function"]
+        kept, problems = {}, []
+        for name, function in result.items():
+            if not isinstance(name, str) or not name.isidentifier():
+                problems.append(f"name {_short(name)} is not a Python identifier{why_identifier}")
+            elif not callable(function):
+                problems.append(f"{kind} {name!r} is a {type(function).__name__}, not callable")
+            else:
+                kept[name] = function
+        return kept, problems
+
+    return check
 
 
 def _nothing(result: Any) -> tuple[None, list[str]]:
@@ -321,7 +336,9 @@ def _nothing(result: Any) -> tuple[None, list[str]]:
 _folders = _list_of("folders", _folder_problem, Path)
 CHECKS: dict[str, ResultCheck] = {"pathbind_task_dirs": _folders, "pathbind_template_dirs": _folders,
                             "pathbind_models": _list_of("pathbind.ModelSpec", _model_problem, lambda spec: spec),
-                            "pathbind_metrics": _metrics,
+                            "pathbind_metrics": _functions("metric", " (YAMLs refer to it as an attribute)"),
+                            "pathbind_demo_data": _functions("demo function"),
+                            "pathbind_image_encoders": _functions("image encoder"),
                             "pathbind_add_commands": _nothing}
 
 

@@ -1,8 +1,9 @@
-"""Registers PathBind's models and model commands with the plugin system."""
+"""Registers PathBind's models, image encoder and model commands with the plugin system."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from pathbind import ModelSpec, hookimpl
 
@@ -26,6 +27,13 @@ def pathbind_models() -> list[ModelSpec]:
                   simple_class_path="pathbind_models.tiny_control.model.UntrainedTinyControlModel",
                   description="negative twin of pathbind_tiny: the same architecture at its seed-0 initialisation"),
     ]
+
+
+@hookimpl
+def pathbind_image_encoders() -> dict[str, Callable[..., object]]:
+    from pathbind_models.hf.encoder import ImageEncoder  # imports torch only when an encoder is built
+
+    return {"pathbind_hf": ImageEncoder}
 
 
 @hookimpl

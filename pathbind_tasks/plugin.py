@@ -1,8 +1,9 @@
-"""Registers PathBind's benchmarks, prompt templates and the demo-data command with the plugin system."""
+"""Registers PathBind's benchmarks, templates, demo data functions and demo-data command with the plugin system."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from pathbind import hookimpl
@@ -23,6 +24,16 @@ def pathbind_task_dirs() -> list[Path]:
 @hookimpl
 def pathbind_template_dirs() -> list[Path]:
     return [HERE / "templates"]
+
+
+@hookimpl
+def pathbind_demo_data() -> dict[str, Callable[..., object]]:
+    from pathbind_tasks.common.faithfulness import question  # lazily: the generators load datasets, scipy and PIL
+    from pathbind_tasks.demo.grounding_synth import grounding_expression, grounding_items
+    from pathbind_tasks.demo.synth import demo_items
+
+    return {"demo_items": demo_items, "grounding_items": grounding_items,
+            "grounding_expression": grounding_expression, "presence_question": question}
 
 
 @hookimpl

@@ -1,4 +1,7 @@
-"""``pathbind embed``: mean-pooled vision-tower embeddings of an image folder with a ``pathbind_hf`` checkpoint."""
+"""``pathbind embed``: mean-pooled vision-tower embeddings of an image folder with a ``pathbind_hf`` checkpoint.
+
+The checkpoint is run by the image encoder the models plugin offers (the ``pathbind_image_encoders`` hook).
+"""
 
 from __future__ import annotations
 
@@ -9,14 +12,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pathbind import get_plugin_manager
+
 if TYPE_CHECKING:  # torch is imported when the command runs: `pathbind --help` stays fast
     import numpy as np
-    from PIL import Image
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp")
 FEATURES = {"vision": "the vision tower's output tokens (before any projector or token merging)",
             "projected": "the image tokens the language model reads (after the projector)"}
 PROGRESS_SECONDS = 10
+ENCODER = "pathbind_hf"  # the image encoder of pathbind_hf checkpoints
 
 
 class EmbedError(ValueError):
@@ -50,9 +55,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         options = dict(_key_value(text) for text in args.processor_option)
         images = find_images(args.images)
-        embedder = Embedder(args.model, args.features, args.dtype, args.device, options)
-        vectors = embedder.embed_all(images)
-        write_parquet(args.out, [path.stem for path in images], vectors, embedder.metadata())
+        encoder = load_encoder(args.model, args.features, args.dtype, args.device, options)
+        vectors = embed_all(encoder, images)
+        metadata = {**encoder.metadata(), "pooling": f"mean over {FEATURES[args.features]}"}
+        write_parquet(args.out, [path.stem for path in images], vectors, metadata)
     except (ValueError, OSError) as exc:  # EmbedError, an unsupported checkpoint, an unknown option, a missing file
         print(f"pathbind embed: error: {exc}", file=sys.stderr)
         return 1
@@ -76,70 +82,32 @@ def find_images(folder: Path) -> list[Path]:
     return images
 
 
-class Embedder:
-    """A checkpoint's vision tower, run through ``get_image_features`` (every supported family has it)."""
+def load_encoder(pretrained: str, features: str, dtype: str, device: str | None, options: dict[str, Any]) -> Any:
+    """The image encoder of ``pathbind_hf`` checkpoints, as the models plugin offers it (torch loads here)."""
+    offered = get_plugin_manager().image_encoders()
+    if ENCODER not in offered:
+        raise EmbedError(f"no PathBind plugin offers the image encoder {ENCODER!r} (pathbind_models does); "
+                         f"offered: {', '.join(sorted(offered)) or 'none'}")
+    return offered[ENCODER].value(pretrained, features, dtype, device, options)
 
-    def __init__(self, pretrained: str, features: str, dtype: str, device: str | None,
-                 processor_options: dict[str, Any]) -> None:
-        import torch
-        from transformers import AutoConfig, AutoModelForImageTextToText
 
-        from pathbind_models.hf import loading
-        from pathbind_models.hf.families import family_of
+def embed_all(encoder: Any, images: list[Path]) -> np.ndarray:
+    """One vector per image, each decoded as every task shows images (16-bit by bit depth, never white); a bad file
+    stops the run."""
+    import numpy as np
 
-        if dtype != "auto" and not isinstance(getattr(torch, dtype, None), torch.dtype):
-            raise EmbedError(f"--dtype {dtype!r} is not a torch dtype (float32, bfloat16, float16) or 'auto'")
-        self.pretrained, self.features = pretrained, features
-        self.family = family_of(AutoConfig.from_pretrained(pretrained), pretrained).name
-        self.processor = loading.load_processor(pretrained, processor_options)
-        self.processor_options = processor_options
-        self.model = AutoModelForImageTextToText.from_pretrained(
-            pretrained, dtype=getattr(torch, dtype) if dtype != "auto" else "auto",
-            device_map=loading.placement(device, None)).eval()
-        self.device = loading.input_device(self.model)
+    from pathbind_tasks.common.images import image_problem, max_pixels, rgb_image
 
-    def embed(self, image: Image.Image) -> np.ndarray:
-        """The mean over the chosen tokens of one image (every crop or tile of it), as float32."""
-        import inspect
-
-        import torch
-
-        inputs = self.processor.image_processor(images=[image], return_tensors="pt")
-        accepted = inspect.signature(self.model.get_image_features).parameters
-        # Only what the method names: e.g. InternVL's num_patches and Gemma3's num_crops are the processor's own.
-        kwargs = {key: value.to(self.device) for key, value in inputs.items() if key in accepted}
-        kwargs["pixel_values"] = kwargs["pixel_values"].to(self.model.dtype)
-        with torch.inference_mode():
-            output = self.model.get_image_features(**kwargs)
-        tokens = output.last_hidden_state if self.features == "vision" else output.pooler_output
-        if isinstance(tokens, list | tuple):  # per-image pieces: one image here
-            tokens = torch.cat([t.reshape(-1, t.shape[-1]) for t in tokens])
-        return tokens.reshape(-1, tokens.shape[-1]).float().mean(dim=0).cpu().numpy()
-
-    def embed_all(self, images: list[Path]) -> np.ndarray:
-        import numpy as np
-
-        from pathbind_tasks.common.images import image_problem, max_pixels, rgb_image
-
-        vectors, started, reported = [], time.monotonic(), time.monotonic()
-        for done, path in enumerate(images, 1):
-            # Decoded as every task shows images (16-bit by bit depth, never white); a bad file stops the run.
-            if problem := image_problem({"bytes": None, "path": str(path)}, max_pixels()):
-                raise EmbedError(f"{path}: {problem}")
-            vectors.append(self.embed(rgb_image(str(path))))
-            if time.monotonic() - reported > PROGRESS_SECONDS or done == len(images):
-                rate = done / max(time.monotonic() - started, 1e-9)
-                print(f"embed: {done:,}/{len(images):,} images ({rate:.1f}/s)", file=sys.stderr, flush=True)
-                reported = time.monotonic()
-        return np.stack(vectors)
-
-    def metadata(self) -> dict[str, Any]:
-        from pathbind_models.hf import loading
-
-        return {"model": self.pretrained, "family": self.family, "features": self.features,
-                "pooling": f"mean over {FEATURES[self.features]}", "dtype": str(self.model.dtype),
-                "processor_options": loading.to_json(self.processor_options),
-                "image_limits": loading.image_limits(self.processor)}
+    vectors, started, reported = [], time.monotonic(), time.monotonic()
+    for done, path in enumerate(images, 1):
+        if problem := image_problem({"bytes": None, "path": str(path)}, max_pixels()):
+            raise EmbedError(f"{path}: {problem}")
+        vectors.append(encoder.embed(rgb_image(str(path))))
+        if time.monotonic() - reported > PROGRESS_SECONDS or done == len(images):
+            rate = done / max(time.monotonic() - started, 1e-9)
+            print(f"embed: {done:,}/{len(images):,} images ({rate:.1f}/s)", file=sys.stderr, flush=True)
+            reported = time.monotonic()
+    return np.stack(vectors)
 
 
 def write_parquet(path: Path, ids: list[str], vectors: np.ndarray, metadata: dict[str, Any]) -> None:

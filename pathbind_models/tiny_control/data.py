@@ -1,18 +1,20 @@
-"""Training examples for the tiny control, drawn from the demo generators with seeds the demo never uses."""
+"""Training examples for the tiny control, drawn from the demo generators with seeds the demo never uses.
+
+The generators and the presence question's wording are the demo data functions a plugin offers (``pathbind_tasks``,
+through the ``pathbind_demo_data`` hook): the control trains on the tasks' own items and words without importing them.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from PIL import Image
 
-from pathbind import render_template
+from pathbind import get_plugin_manager, render_template
 from pathbind_models.occlusion import fill_colour, occlude
-from pathbind_tasks.common.faithfulness import question as presence_question
-from pathbind_tasks.demo.grounding_synth import PATTERNS, TILE, grounding_items
-from pathbind_tasks.demo.synth import demo_items
-from pathbind_tasks.demo.tissue import QUADRANTS
 
 DEMO_SEED = 0  # the shipped demo items' seed: never drawn here, so the demo stays held out
 OCCLUDED_PER_MOSAIC = 5  # presence questions asked of occluded copies of each mosaic
@@ -39,18 +41,27 @@ def examples(n_tiles: int, n_mosaics: int, n_mcq: int, n_text: int, seed: int) -
     if seed == DEMO_SEED:
         raise ValueError(f"seed {DEMO_SEED} draws the demo's own items; train on another seed")
     rng = np.random.default_rng(seed)
-    mcq, yes_no = demo_items(n_per_dimension=n_mcq, n_yes_no=n_tiles, seed=seed)
+    mcq, yes_no = _demo("demo_items")(n_per_dimension=n_mcq, n_yes_no=n_tiles, seed=seed)
     out = [Example(row["image"], render_template("yesno", question=row["question"], thinking=False),
                    row["answer"].capitalize(), cells=_evidence(row)) for row in yes_no]
     out += [Example(row["image"], render_template("mcq", question=row["question"], thinking=False,
                                                   choices=list(zip("ABCD", row["options"], strict=True))),
                     row["answer"]) for row in mcq]
-    for item in grounding_items(n_mosaics, seed=seed + 1):
+    for item in _demo("grounding_items")(n_mosaics, seed=seed + 1):
         out += _mosaic_examples(item, rng)
     blind = yes_no[::max(1, len(yes_no) // max(1, n_text))][:n_text]  # both questions
     out += [Example(None, render_template("yesno", question=row["question"], thinking=False), answer)
             for row, answer in zip(blind, ("Yes", "No") * len(blind), strict=False)]
     return [out[i] for i in rng.permutation(len(out))]
+
+
+def _demo(name: str) -> Callable[..., Any]:
+    """The demo data function ``name``, from the plugin that offers it."""
+    offered = get_plugin_manager().demo_data()
+    if name not in offered:
+        raise LookupError(f"no PathBind plugin offers the demo data function {name!r} (pathbind_tasks does); "
+                          f"offered: {', '.join(sorted(offered)) or 'none'}")
+    return offered[name].value
 
 
 def _evidence(row: dict) -> tuple[int, ...] | None:
@@ -59,8 +70,8 @@ def _evidence(row: dict) -> tuple[int, ...] | None:
     None when the tile shows neither."""
     if row["boxes"]:
         x0, y0, x1, y1 = row["boxes"][0]
-        return quadrant_cells(int((y0 + y1) / 2 >= TILE) * 2 + int((x0 + x1) / 2 >= TILE))
-    cell = 2 * TILE // GRID  # 32 pixels: a demo tile is two mosaic quadrants wide
+        return quadrant_cells(int(y0 + y1 >= row["height"]) * 2 + int(x0 + x1 >= row["width"]))
+    cell = row["width"] // GRID  # an image token's side: 32 pixels of a 256-pixel tile
     cells = {int(y // cell) * GRID + int(x // cell) for x, y in row["dab_centres"]}
     return tuple(sorted(cells)) or None
 
@@ -70,11 +81,11 @@ def _mosaic_examples(item: dict, rng: np.random.Generator) -> list[Example]:
     occlusion-grid cells painted its mean colour, all learning a probability of Yes (one margin for full view and
     the occluded copies alike, so that painted cells are not a cue of their own), and a localisation prompt, with
     or without the quadrant in the expression (without it only the pixels say where to look)."""
+    half = item["width"] // 2  # a mosaic is four quadrant tiles
     x0, y0 = item["bbox"][:2]
-    truth = int(y0 // TILE) * 2 + int(x0 // TILE)
-    name = PATTERNS[item["pattern"]][3][int(rng.integers(2))]
-    claim = f"{name} in the {QUADRANTS[truth]} quadrant"
-    text = render_template("yesno", question=presence_question(claim), thinking=False)
+    truth = int(y0 // half) * 2 + int(x0 // half)
+    name, claim = _demo("grounding_expression")(item["pattern"], truth, rng)
+    text = render_template("yesno", question=_demo("presence_question")(claim), thinking=False)
     images = [(item["image"], np.zeros((GRID, GRID), bool))]
     images += [(occlude(item["image"], hidden, fill_colour(item["image"], "mean")), hidden)
                for hidden in (_hidden_cells(truth, rng) for _ in range(OCCLUDED_PER_MOSAIC))]

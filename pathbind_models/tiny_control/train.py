@@ -46,9 +46,9 @@ class Encoded:
 
 def build(seed: int = 0) -> tuple[Any, Any]:
     """(model, processor): the Qwen2-VL tiny architecture of ``pathbind make-tiny-model``, initialised from ``seed``."""
-    from pathbind_models.hf.testing import _family
+    from pathbind_models.hf.testing import build_tiny
 
-    make_model, config, processor = _family("qwen2_vl").build_tiny()
+    make_model, config, processor = build_tiny("qwen2_vl")
     torch.manual_seed(seed)
     return make_model(config), processor
 

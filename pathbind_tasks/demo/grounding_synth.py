@@ -41,12 +41,19 @@ def grounding_items(n: int = 24, seed: int = 0) -> list[dict[str, Any]]:
         target = names[i % len(names)]
         quadrant = layout.index(target)
         row, col = divmod(quadrant, 2)
-        expressions = PATTERNS[target][3]
-        expression = f"{expressions[int(rng.integers(len(expressions)))]} in the {QUADRANTS[quadrant]} quadrant"
+        _, expression = grounding_expression(target, quadrant, rng)
         items.append({"id": f"demo-G-{i:03d}", "image": image, "expression": expression,
                       "bbox": [float(col * TILE), float(row * TILE), float((col + 1) * TILE), float((row + 1) * TILE)],
                       "width": 2 * TILE, "height": 2 * TILE, "split": "demo", "pattern": target})
     return items
+
+
+def grounding_expression(pattern: str, quadrant: int, rng: np.random.Generator) -> tuple[str, str]:
+    """(name, expression): one of ``pattern``'s names, drawn with ``rng``, and the expression placing it in
+    ``quadrant`` (an index into ``QUADRANTS``)."""
+    names = PATTERNS[pattern][3]
+    name = names[int(rng.integers(len(names)))]
+    return name, f"{name} in the {QUADRANTS[quadrant]} quadrant"
 
 
 def _mosaic(layout: list[str], rng: np.random.Generator) -> Image.Image:

@@ -17,8 +17,8 @@ from typing import Any
 import datasets
 from PIL import Image
 
+from pathbind.layout import Layout
 from pathbind_tasks.common.accounting import drop
-from pathbind_tasks.common.layout import Layout
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     BadField,

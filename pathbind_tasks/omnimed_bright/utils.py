@@ -14,8 +14,8 @@ from typing import Any
 
 import datasets
 
+from pathbind.layout import Layout
 from pathbind_tasks.common.accounting import drop
-from pathbind_tasks.common.layout import Layout
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     id_list,

@@ -6,8 +6,8 @@ from typing import Any
 
 import datasets
 
+from pathbind.layout import Layout
 from pathbind_tasks.common.accounting import drop
-from pathbind_tasks.common.layout import Layout
 from pathbind_tasks.common.raw import (
     YES_NO_FEATURES,
     embedded_docs,

@@ -3,8 +3,8 @@ conversions, read from ``$PATHBIND_DATA/pathbind_grounding/test.parquet``)."""
 
 from __future__ import annotations
 
+from pathbind.layout import Layout
 from pathbind_tasks.common import faithfulness, grounding
-from pathbind_tasks.common.layout import Layout
 
 # Both splits in one parquet file, images embedded.
 LAYOUT = Layout(data=("test.parquet",), readme="pathbind_tasks/pathbind_grounding/README.md")

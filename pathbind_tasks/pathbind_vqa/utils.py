@@ -11,7 +11,7 @@ from typing import Any
 
 import datasets
 
-from pathbind_tasks.common.layout import Layout
+from pathbind.layout import Layout
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     BadField,

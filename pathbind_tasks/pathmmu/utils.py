@@ -15,8 +15,8 @@ from typing import Any
 
 import datasets
 
+from pathbind.layout import Layout
 from pathbind_tasks.common.accounting import read_rows
-from pathbind_tasks.common.layout import Layout
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     BadField,

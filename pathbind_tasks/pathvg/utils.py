@@ -21,10 +21,10 @@ import datasets
 from loguru import logger
 
 from pathbind.data import override_dir
+from pathbind.layout import Layout
 from pathbind_tasks.common.accounting import close, counting, read_rows, without_faults
 from pathbind_tasks.common.box_rows import require_rows
 from pathbind_tasks.common.grounding import process_docs
-from pathbind_tasks.common.layout import Layout
 from pathbind_tasks.common.raw import BadField, image_root, require, text_field, unique_ids, unpacked
 
 DATA_NAME = "pathvg"  # $PATHBIND_DATA/pathvg/ holds the release files

@@ -17,8 +17,8 @@ import datasets
 from loguru import logger
 
 from pathbind.data import override_dir
+from pathbind.layout import Layout
 from pathbind_tasks.common.accounting import drop
-from pathbind_tasks.common.layout import Layout
 from pathbind_tasks.common.raw import (
     YES_NO_FEATURES,
     embedded_docs,

@@ -25,7 +25,7 @@ from pathbind import make_plugin_manager
 from pathbind.cli import main
 from pathbind.data_check import shared_sources, source_tasks
 from pathbind.doctor import _data_folders
-from pathbind_tasks.common.layout import Layout
+from pathbind.layout import Layout
 
 
 @pytest.fixture(autouse=True)

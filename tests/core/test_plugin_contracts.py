@@ -34,6 +34,14 @@ class Malformed:
     def pathbind_metrics(self):
         return {"malformed_metric": len, "not_callable": 3, "has space": len}
 
+    @hookimpl
+    def pathbind_demo_data(self):
+        return {"malformed_items": len, "not_callable": 3}
+
+    @hookimpl
+    def pathbind_image_encoders(self):
+        return ["not", "a", "dict"]
+
 
 @pytest.fixture
 def malformed(tmp_path):
@@ -42,7 +50,8 @@ def malformed(tmp_path):
 
 
 def test_each_malformed_entry_is_skipped_with_a_reason_naming_the_plugin(malformed):
-    """Only the one valid folder, spec and metric of the plugin are used; each other entry is one failure."""
+    """Only the one valid folder, spec, metric and demo function of the plugin are used; each other entry (or
+    result) is one failure."""
     pm, folder = malformed
     assert [c.value for c in pm.task_dirs() if c.plugin == "malformed"] == [folder]
     assert pm.template_dirs() and all(d.is_absolute() and str(d) != "/" for d in pm.template_dirs())
@@ -51,6 +60,8 @@ def test_each_malformed_entry_is_skipped_with_a_reason_naming_the_plugin(malform
     assert not {"as_dict", "no_class"} & set(models)
     metrics = pm.metrics()
     assert "malformed_metric" in metrics and not {"not_callable", "has space"} & set(metrics)
+    assert pm.demo_data()["malformed_items"].value is len and "not_callable" not in pm.demo_data()
+    assert set(pm.image_encoders()) == {"pathbind_hf"}
     failures = pm.failures["malformed"]
     assert f"pathbind_task_dirs entry '{folder / 'missing'}' does not exist; skipped" in failures
     assert f"pathbind_task_dirs entry '{folder / 'file.txt'}' is not a folder; skipped" in failures
@@ -64,7 +75,10 @@ def test_each_malformed_entry_is_skipped_with_a_reason_naming_the_plugin(malform
     assert any(f.startswith("pathbind_models entry ModelSpec(model_id='no_class'") and "needs simple_class_path"
                in f for f in failures)
     assert "pathbind_metrics metric 'not_callable' is a int, not callable; skipped" in failures
-    assert len(failures) == 10
+    assert "pathbind_demo_data demo function 'not_callable' is a int, not callable; skipped" in failures
+    assert ("pathbind_image_encoders returned list ['not', 'a', 'dict'], not a dict of name -> function; "
+            "skipped") in failures
+    assert len(failures) == 12
 
 
 def test_failures_are_recorded_once_however_often_a_hook_is_called(malformed):

@@ -21,8 +21,11 @@ def test_first_party_and_example_plugins_come_from_the_entry_point_group(pm):
 
 
 def test_contributions_are_attributed_to_their_plugin(pm):
-    """Each model, metric and task directory names the plugin that contributed it."""
+    """Each model, metric, demo data function, image encoder and task directory names the plugin that contributed
+    it."""
     assert pm.models()["pathbind_control"].plugin == "pathbind_models"
+    assert pm.demo_data()["grounding_items"].plugin == "pathbind_tasks"
+    assert pm.image_encoders()["pathbind_hf"].plugin == "pathbind_models"
     assert pm.metrics()["mg"].plugin == "pathbind_metrics"
     assert pm.metrics()["example_stain_accuracy"].plugin == "example"
     assert {c.plugin for c in pm.task_dirs()} >= {"pathbind_tasks", "example"}
@@ -132,8 +135,8 @@ def test_hooks_are_documented():
     section = readme.split("\n### Hooks\n", 1)[1].split("\n## ", 1)[0]
     documented = re.findall(r"^- `(pathbind_\w+)\(", section, flags=re.MULTILINE)
     specs = sorted(name for name, caller in vars(make_plugin_manager(autoload=False).hook).items() if caller.spec)
-    assert specs == ["pathbind_add_commands", "pathbind_metrics", "pathbind_models", "pathbind_task_dirs",
-                     "pathbind_template_dirs"]
+    assert specs == ["pathbind_add_commands", "pathbind_demo_data", "pathbind_image_encoders", "pathbind_metrics",
+                     "pathbind_models", "pathbind_task_dirs", "pathbind_template_dirs"]
     assert sorted(documented) == specs
     for name in specs:
         assert getattr(pathbind.hookspecs, name).__doc__, name

@@ -1,4 +1,4 @@
-"""What each model family module declares: its image-token layout, native box frame and tiny checkpoint."""
+"""What each model family module declares: its image-token layout, native box frame and tiny image grid."""
 
 from __future__ import annotations
 
@@ -14,8 +14,6 @@ if TYPE_CHECKING:
 
     # (model config, processor, processed inputs of one image, image-token positions, image (W, H)) -> views
     Layout = Callable[[Any, Any, dict[str, torch.Tensor], np.ndarray, tuple[int, int]], list[View]]
-    # () -> (model from its config, config, processor) of a tiny random checkpoint (pathbind_models.hf.testing)
-    TinyBuild = Callable[[], tuple[Callable[[Any], Any], Any, Any]]
 
 
 @dataclass(frozen=True)
@@ -48,7 +46,8 @@ class ImageGrid:
 
 @dataclass(frozen=True)
 class ModelFamily:
-    """A model family: how its image tokens form views, the frame it writes boxes in, and its tiny checkpoint."""
+    """A model family: how its image tokens form views, the frame it writes boxes in, and the image-token grid of
+    its tiny checkpoint (built by ``pathbind_models.hf.testing``)."""
 
     name: str
     model_types: tuple[str, ...]  # the config.model_type values it serves
@@ -56,5 +55,4 @@ class ModelFamily:
     # The frame the model writes boxes in, whatever the prompt asks (pathbind_models.hf.frames): "per_mille"
     # (0–1000), "input_pixel" (pixels of the resized input), None when undocumented (taken to follow the prompt).
     native_box_frame: str | None
-    build_tiny: TinyBuild
     tiny_grid: ImageGrid  # what its tiny checkpoint's processor makes of a 224×224 image

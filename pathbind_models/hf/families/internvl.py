@@ -1,11 +1,10 @@
-"""InternVL: a row-major canvas of tiles, then a thumbnail; boxes in thousandths; its tiny checkpoint."""
+"""InternVL: a row-major canvas of tiles, then a thumbnail; boxes in thousandths; its chat template."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from pathbind_models.hf.families.base import ImageGrid, ModelFamily
-from pathbind_models.hf.families.qwen2_vl import QWEN_SPECIALS, qwen_tokenizer
 from pathbind_models.hf.views import View, square_grid
 
 if TYPE_CHECKING:
@@ -44,30 +43,4 @@ TEMPLATE = (  # the family's own chat template
 )
 
 
-def build_tiny() -> tuple[Any, Any, Any]:
-    from transformers import (
-        GotOcr2ImageProcessor,
-        InternVLConfig,
-        InternVLForConditionalGeneration,
-        InternVLProcessor,
-        InternVLVideoProcessor,
-    )
-
-    from pathbind_models.hf.tiny_parts import VISION, text_config
-
-    named = {"start_image_token": "<img>", "end_image_token": "</img>", "context_image_token": "<IMG_CONTEXT>",
-             "video_token": "<video>"}
-    tokenizer = qwen_tokenizer(QWEN_SPECIALS[:3] + list(named.values()), **named)
-    # 224 px tiles, patches of 14 → 16×16, pixel shuffle 0.5 → 8×8 tokens per tile. The processor crops to tiles by
-    # default; a square image keeps one tile (no thumbnail), other aspect ratios get several tiles + a thumbnail.
-    size = {"height": 224, "width": 224}
-    processor = InternVLProcessor(image_processor=GotOcr2ImageProcessor(size=size), tokenizer=tokenizer,
-                                  video_processor=InternVLVideoProcessor(size=size), image_seq_length=64,
-                                  chat_template=TEMPLATE)
-    vision = {**VISION, "image_size": 224, "patch_size": 14}
-    config = InternVLConfig(vision_config=vision, text_config=text_config(tokenizer, "qwen2"),
-                            image_token_id=tokenizer.context_image_token_id, image_seq_length=64)
-    return InternVLForConditionalGeneration, config, processor
-
-
-FAMILY = ModelFamily("internvl", ("internvl",), layout, "per_mille", build_tiny, ImageGrid(8, 8))
+FAMILY = ModelFamily("internvl", ("internvl",), layout, "per_mille", ImageGrid(8, 8))

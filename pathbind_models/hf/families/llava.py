@@ -1,4 +1,4 @@
-"""LLaVA-1.5: one square view (the CLS token dropped); no documented box frame; its tiny checkpoint."""
+"""LLaVA-1.5: one square view (the CLS token dropped); no documented box frame; its chat template."""
 
 from __future__ import annotations
 
@@ -26,23 +26,4 @@ TEMPLATE = (  # the family's own chat template
 )
 
 
-def build_tiny() -> tuple[Any, Any, Any]:
-    from transformers import CLIPImageProcessor, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
-
-    from pathbind_models.hf.tiny_parts import VISION, backend_tokenizer, llama2_backend, text_config
-
-    specials = ["<unk>", "<s>", "</s>", "<image>", "<pad>"]
-    tokenizer = backend_tokenizer(llama2_backend(specials), specials, unk_token="<unk>", bos_token="<s>",
-                                  eos_token="</s>", pad_token="<pad>", image_token="<image>", add_bos_token=True)
-    # CLIP at 224 px with patches of 28: an 8×8 grid (+ CLS, dropped by the "default" feature strategy).
-    images = CLIPImageProcessor(size={"shortest_edge": 224}, crop_size={"height": 224, "width": 224})
-    processor = LlavaProcessor(image_processor=images, tokenizer=tokenizer, patch_size=28,
-                               vision_feature_select_strategy="default", num_additional_image_tokens=1,
-                               chat_template=TEMPLATE)
-    vision = {"model_type": "clip_vision_model", **VISION, "image_size": 224, "patch_size": 28, "projection_dim": 32}
-    config = LlavaConfig(vision_config=vision, text_config=text_config(tokenizer, "llama"),
-                         image_token_index=tokenizer.image_token_id, image_seq_length=64)
-    return LlavaForConditionalGeneration, config, processor
-
-
-FAMILY = ModelFamily("llava", ("llava",), square_layout, None, build_tiny, ImageGrid(8, 8))
+FAMILY = ModelFamily("llava", ("llava",), square_layout, None, ImageGrid(8, 8))
