@@ -280,6 +280,20 @@ def test_the_installed_plugins_have_no_task_name_conflicts(pm):
     assert task_conflicts(pm) == []
 
 
+def test_the_pathview_demo_tasks_are_variants_indexed_at_the_real_tasks_yamls(plugins_only):
+    """Each of the 24 PathView-Bench tasks has its demo variant, a task at the real task's YAML; the demo folder
+    keeps only its three groups."""
+    index = plugins_only.task_index
+    tasks = {name: (entry["type"], entry["yaml_path"]) for name, entry in index.items()
+             if name.startswith("pathview_") and entry["type"] == "task"}
+    real = {name: found for name, found in tasks.items() if not name.startswith("pathview_demo_")}
+    assert len(real) == 24
+    assert {name.replace("pathview_", "pathview_demo_", 1): found for name, found in real.items()} == \
+        {name: found for name, found in tasks.items() if name not in real}
+    assert sorted(p.name for p in DEMO.glob("pathview_demo*.yaml")) == [
+        "pathview_demo.yaml", "pathview_demo_per_mille.yaml", "pathview_demo_unit.yaml"]
+
+
 class MyVariants:
     """A third party's variants of its own tasks (in ``root/src``), renamed into PathBind's demo names."""
 
