@@ -1,4 +1,4 @@
-"""What the installed plugins provide: their task YAMLs, read without importing lmms-eval."""
+"""What the installed plugins provide: their task YAMLs and task variants, read without importing lmms-eval."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ from typing import Any
 import yaml
 
 from pathbind.data import LOCAL_BUILDERS, DataLocationError, DataOverrideError, apply_data_root
+from pathbind.hookspecs import TaskVariants
 from pathbind.plugins import PluginManager
+from pathbind.variants import variant_config
 
 
 @dataclass(frozen=True)
 class TaskEntry:
-    """One task or group defined by a plugin's YAML."""
+    """One task or group defined by a plugin's YAML, or one task variant (at its source's YAML)."""
 
     name: str
     kind: str  # "task", "group", "include" (shared config) or "error"
@@ -23,9 +25,10 @@ class TaskEntry:
     family: str  # the benchmark folder below the plugin's task directory
     yaml_path: Path
     data: DataLocation | None = None
-    error: str = ""  # the YAML cannot be read
+    error: str = ""  # the YAML cannot be read, or its variant cannot be derived
     data_problem: str = ""  # the data location cannot be resolved (e.g. a gated set without PATHBIND_DATA)
     data_status: str = "WARN"  # of data_problem: FAIL when PATHBIND_DATA is set but unusable for this task
+    variants: TaskVariants | None = None  # the declaration deriving this task from the task at yaml_path
 
 
 @dataclass(frozen=True)
@@ -83,15 +86,23 @@ def data_location(config: dict[str, Any], yaml_dir: Path) -> DataLocation | None
     return DataLocation(dataset_path, hub_id=dataset_path)
 
 
+def task_config(entry: TaskEntry) -> dict[str, Any]:
+    """The config of a task as lmms-eval runs it: its YAML's, or for a variant the one derived from its source's."""
+    config = read_task_yaml(entry.yaml_path)
+    return config if entry.variants is None else variant_config(entry.variants, config, entry.yaml_path)
+
+
 def plugin_tasks(pm: PluginManager) -> list[TaskEntry]:
-    """Every task and group in every plugin's task directories, sorted by name."""
-    entries = []
-    for contribution in pm.task_dirs():
-        root = contribution.value
-        for path in sorted(root.rglob("*.yaml")):
-            family = path.relative_to(root).parts[0] if path.parent != root else root.name
-            entries.append(_entry(path, contribution.plugin, family))
-    return sorted(entries, key=lambda e: (e.name, str(e.yaml_path)))
+    """Every task and group in every plugin's task directories, and every task variant, sorted by name."""
+    entries = [_entry(path, c.plugin, _family(path, c.value)) for c in pm.task_dirs()
+               for path in sorted(c.value.rglob("*.yaml"))]
+    variants = [_variant(path, c.plugin, _family(path, c.value.source), c.value) for c in pm.task_variants()
+                for path in sorted(c.value.source.rglob("*.yaml"))]
+    return sorted([*entries, *filter(None, variants)], key=lambda e: (e.name, str(e.yaml_path)))
+
+
+def _family(path: Path, root: Path) -> str:
+    return path.relative_to(root).parts[0] if path.parent != root else root.name
 
 
 def _entry(path: Path, plugin: str, family: str) -> TaskEntry:
@@ -102,14 +113,33 @@ def _entry(path: Path, plugin: str, family: str) -> TaskEntry:
     if "group" in config and "task" in config and isinstance(config["task"], list):
         return TaskEntry(str(config["group"]), "group", plugin, family, path)
     if "task" in config:
-        try:
-            location = data_location(apply_data_root(config), path.parent)
-        except DataLocationError as exc:
-            status = "FAIL" if isinstance(exc, DataOverrideError) else "WARN"
-            return TaskEntry(str(config["task"]), "task", plugin, family, path, data_problem=str(exc),
-                             data_status=status)
-        except Exception as exc:  # a malformed dataset section: listed with its error, not fatal
-            return TaskEntry(str(config["task"]), "task", plugin, family, path,
-                             data_problem=f"{type(exc).__name__}: {exc}", data_status="FAIL")
-        return TaskEntry(str(config["task"]), "task", plugin, family, path, location)
+        return _task_entry(config, plugin, family, path)
     return TaskEntry(path.stem, "include", plugin, family, path)
+
+
+def _variant(path: Path, plugin: str, family: str, variants: TaskVariants) -> TaskEntry | None:
+    """The variant of the task a source YAML defines (None for a group or a shared config)."""
+    try:
+        source = read_task_yaml(path)
+        if not isinstance(source.get("task"), str):
+            return None
+        config = variant_config(variants, source, path)
+    except Exception as exc:  # a broken source YAML, a declaration that cannot apply: listed, not fatal
+        return TaskEntry(path.stem, "error", plugin, family, path, variants=variants,
+                         error=f"pathbind_task_variants: {type(exc).__name__}: {exc}")
+    return _task_entry(config, plugin, family, path, variants)
+
+
+def _task_entry(config: dict[str, Any], plugin: str, family: str, path: Path,
+                variants: TaskVariants | None = None) -> TaskEntry:
+    name = str(config["task"])
+    try:
+        location = data_location(apply_data_root(config), path.parent)
+    except DataLocationError as exc:
+        status = "FAIL" if isinstance(exc, DataOverrideError) else "WARN"
+        return TaskEntry(name, "task", plugin, family, path, data_problem=str(exc), data_status=status,
+                         variants=variants)
+    except Exception as exc:  # a malformed dataset section: listed with its error, not fatal
+        return TaskEntry(name, "task", plugin, family, path, data_problem=f"{type(exc).__name__}: {exc}",
+                         data_status="FAIL", variants=variants)
+    return TaskEntry(name, "task", plugin, family, path, location, variants=variants)

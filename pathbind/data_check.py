@@ -22,7 +22,7 @@ from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
 
-from pathbind.catalog import plugin_tasks, read_task_yaml
+from pathbind.catalog import plugin_tasks, task_config
 from pathbind.data import DATA_ENV, DataLocationError, apply_data_root, data_name
 from pathbind.layout import Layout
 from pathbind.lmms.running import Ledger, RunningTask, running
@@ -151,7 +151,7 @@ def source_tasks(pm: PluginManager) -> Sources:
     task's ``metadata.pathbind_data``, else the task's own name)."""
     sources: Sources = {}
     for entry in (e for e in plugin_tasks(pm) if e.kind == "task"):
-        config = read_task_yaml(entry.yaml_path)
+        config = task_config(entry)
         sources.setdefault(data_name(config), []).append((entry.name, config))
     return sources
 

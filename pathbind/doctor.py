@@ -176,7 +176,7 @@ def _yaml_loads(entries: list[TaskEntry]) -> list[Check]:
             load_task_yaml(entry.yaml_path)
         except Exception as exc:
             checks.append(Check(f"yaml {entry.yaml_path}", "FAIL", f"{type(exc).__name__}: {exc}"))
-    return checks or [Check("yaml", "OK", f"{len(entries)} YAML files load")]
+    return checks or [Check("yaml", "OK", f"{len({e.yaml_path for e in entries})} YAML files load")]
 
 
 def _task_index(pm: PluginManager, entries: list[TaskEntry]) -> list[Check]:

@@ -27,6 +27,21 @@ class ModelSpec:
     description: str = ""
 
 
+@dataclass(frozen=True)
+class TaskVariants:
+    """Every task defined below ``source`` (a task folder), again under another name and on other data.
+
+    A variant's name is its source task's with the prefix ``rename[0]`` replaced by ``rename[1]``; it reads each
+    data file its source names relative to the source YAML's folder from the same relative path in ``data_dir``,
+    and drops the source's ``pathbind_data`` and ``requires_pathbind_data`` metadata: ``PATHBIND_DATA`` never
+    sends it to its source's data. Everything else is the source's config (:mod:`pathbind.variants`).
+    """
+
+    source: Path
+    rename: tuple[str, str]
+    data_dir: Path
+
+
 @hookspec
 def pathbind_task_dirs() -> list[Path]:
     """Return directories of lmms-eval YAML task specs.
@@ -36,6 +51,17 @@ def pathbind_task_dirs() -> list[Path]:
     lmms-eval resolves clashes silently in favour of the first definition, PathBind reports them.
     Entries must be absolute paths of existing folders; a result that is not a list, and each other entry,
     is skipped and reported (as for every hook: a result of the wrong form never reaches lmms-eval).
+    """
+
+
+@hookspec
+def pathbind_task_variants() -> list[TaskVariants]:
+    """Return :class:`pathbind.TaskVariants`: tasks derived from other tasks, without a YAML file each.
+
+    lmms-eval indexes each variant as a task at its source's YAML (after its plugin's task folders); its config is
+    derived from the source's when lmms-eval (or PathBind's catalog) reads it. Names clash as task names do. A
+    TaskVariants needs absolute paths of existing folders and two different prefixes; a source task whose name
+    lacks ``rename[0]`` gets no variant, and ``pathbind doctor`` fails on it. Anything else is skipped and reported.
     """
 
 

@@ -7,7 +7,7 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, cast
@@ -17,7 +17,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from loguru import logger
 
 from pathbind import hookspecs
-from pathbind.hookspecs import ModelSpec
+from pathbind.hookspecs import ModelSpec, TaskVariants
 from pathbind.templates import make_environment, render
 
 ENTRY_POINT_GROUP = "pathbind"
@@ -80,6 +80,11 @@ class PluginManager(pluggy.PluginManager):
     def task_dirs(self) -> list[Contribution]:
         """Task directories, one contribution per directory (``name`` is the folder path)."""
         return [Contribution(str(d), plugin, d) for plugin, dirs in self.call_each("pathbind_task_dirs") for d in dirs]
+
+    def task_variants(self) -> list[Contribution]:
+        """Task variant declarations, one contribution each (``name`` is the source folder)."""
+        return [Contribution(str(v.source), plugin, v) for plugin, items in self.call_each("pathbind_task_variants")
+                for v in items]
 
     def template_dirs(self) -> list[Path]:
         return [d for _, dirs in self.call_each("pathbind_template_dirs") for d in dirs]
@@ -328,6 +333,24 @@ def _functions(kind: str, why_identifier: str = "") -> ResultCheck:
     return check
 
 
+def _variants_problem(entry: Any) -> str:
+    if not isinstance(entry, TaskVariants):
+        return f"is a {type(entry).__name__}, not a pathbind.TaskVariants"
+    rename = entry.rename
+    if not (isinstance(rename, tuple | list) and len(rename) == 2 and all(isinstance(p, str) for p in rename)
+            and rename[0] != rename[1]):
+        return "needs rename as (old prefix, new prefix), two different strings"
+    problems = [f"has a {field} that {problem}" for field in ("source", "data_dir")
+                if (problem := _folder_problem(getattr(entry, field)))]
+    return "; ".join(problems)
+
+
+def _normalised_variants(entry: TaskVariants) -> TaskVariants:
+    """The declaration with Path folders and a tuple rename, whatever path and sequence types it was given."""
+    return replace(entry, source=Path(entry.source), data_dir=Path(entry.data_dir),
+                   rename=(entry.rename[0], entry.rename[1]))
+
+
 def _nothing(result: Any) -> tuple[None, list[str]]:
     return None, [f"returned {type(result).__name__} {_short(result)}; it adds parsers and returns None"]
 
@@ -339,6 +362,8 @@ CHECKS: dict[str, ResultCheck] = {"pathbind_task_dirs": _folders, "pathbind_temp
                             "pathbind_metrics": _functions("metric", " (YAMLs refer to it as an attribute)"),
                             "pathbind_demo_data": _functions("demo function"),
                             "pathbind_image_encoders": _functions("image encoder"),
+                            "pathbind_task_variants": _list_of("pathbind.TaskVariants", _variants_problem,
+                                                               _normalised_variants),
                             "pathbind_add_commands": _nothing}
 
 

@@ -1,4 +1,5 @@
-"""Registers PathBind's benchmarks, templates, demo data functions and demo-data command with the plugin system."""
+"""Registers PathBind's benchmarks, the PathView demo's task variants, prompt templates, demo data functions
+and the demo-data command with the plugin system."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 from collections.abc import Callable
 from pathlib import Path
 
-from pathbind import hookimpl
+from pathbind import TaskVariants, hookimpl
 
 HERE = Path(__file__).parent
 
@@ -19,6 +20,13 @@ def benchmark_dirs() -> list[Path]:
 @hookimpl
 def pathbind_task_dirs() -> list[Path]:
     return benchmark_dirs()
+
+
+@hookimpl
+def pathbind_task_variants() -> list[TaskVariants]:
+    # The PathView demo: every PathView-Bench task on the packaged synthetic release (demo/pathview_synth.py).
+    return [TaskVariants(source=HERE / "pathview", rename=("pathview_", "pathview_demo_"),
+                         data_dir=HERE / "demo" / "data" / "pathview")]
 
 
 @hookimpl

@@ -1,7 +1,7 @@
-"""lmms-eval's ``TaskManager`` with PathBind: the plugins' task folders indexed, ``PATHBIND_DATA`` applied, task
-functions run with their task and ledger (:mod:`pathbind.lmms.running`), build errors that name the task; and the
-seam's other uses of lmms-eval's task machinery (the index for ``pathbind doctor``, a task's documents for the
-report, lmms-eval's data loading for ``pathbind data check``).
+"""lmms-eval's ``TaskManager`` with PathBind: the plugins' task folders and task variants indexed, ``PATHBIND_DATA``
+applied, task functions run with their task and ledger (:mod:`pathbind.lmms.running`), build errors that name the
+task; and the seam's other uses of lmms-eval's task machinery (the index for ``pathbind doctor``, a task's documents
+for the report, lmms-eval's data loading for ``pathbind data check``).
 """
 
 from __future__ import annotations
@@ -15,12 +15,15 @@ from typing import Any
 from loguru import logger
 
 from pathbind.data import apply_data_root
+from pathbind.hookspecs import TaskVariants
 from pathbind.lmms.patches import require_compatible_lmms_eval
 from pathbind.lmms.running import InTask, RunningTask
 from pathbind.plugins import Contribution, PluginManager, get_plugin_manager
 from pathbind.provenance import record_raw_split
+from pathbind.variants import variant_config, variant_name
 
 HOOK_MARK = "__pathbind_task_hook__"
+VARIANTS_KEY = "pathbind_variants"  # in a task's index entry: the TaskVariants that derive it from the entry's YAML
 # The plugins PathBind itself ships (pyproject's [project.entry-points.pathbind]): their task names come first.
 FIRST_PARTY_PLUGINS = ("pathbind_tasks", "pathbind_models", "pathbind_metrics", "pathbind_analysis")
 
@@ -29,8 +32,8 @@ class TaskBuildError(ValueError):
 
 
 def install_task_hook(pm: PluginManager | None = None) -> bool:
-    """Make lmms-eval's TaskManager index the plugins' task directories, honour ``PATHBIND_DATA`` for their
-    tasks and name the task in a build error; idempotent. ``pm`` defaults to the process-wide plugin manager.
+    """Make lmms-eval's TaskManager index the plugins' task directories and task variants, honour ``PATHBIND_DATA``
+    for their tasks and name the task in a build error; idempotent. ``pm`` defaults to the process-wide plugin manager.
 
     Returns False (and logs why) when this lmms-eval release no longer has the expected hook points.
     """
@@ -67,7 +70,8 @@ def _indexing_plugin_dirs(original: Any, manager: Callable[[], PluginManager]) -
         # lmms-eval's own index (built-ins unless include_defaults=False, then --include_path), then the plugins'
         # tasks: installed plugins are indexed whatever include_defaults says, like entry-point models.
         index = original(self, include_path=include_path, include_defaults=include_defaults)
-        merged, conflicts = merge_plugin_tasks(self._get_task_and_group, index, manager().task_dirs())
+        pm = manager()
+        merged, conflicts = merge_plugin_tasks(self._get_task_and_group, index, pm.task_dirs(), pm.task_variants())
         for conflict in conflicts:
             logger.warning(f"pathbind: {conflict.message}")
         return merged
@@ -106,16 +110,18 @@ class TaskNameConflict:
                 f"defines it ({self.kept}); rename one of them")
 
 
-def merge_plugin_tasks(read_dir: Callable[[str], dict], index: dict,
-                       dirs: list[Contribution]) -> tuple[dict, list[TaskNameConflict]]:
-    """``index`` (lmms-eval's built-ins and ``--include_path`` folders) plus each plugin task whose name is free.
+def merge_plugin_tasks(read_dir: Callable[[str], dict], index: dict, dirs: list[Contribution],
+                       variants: Sequence[Contribution] = ()) -> tuple[dict, list[TaskNameConflict]]:
+    """``index`` (lmms-eval's built-ins and ``--include_path`` folders) plus each plugin task and task variant whose
+    name is free.
 
-    A name keeps its first definition: lmms-eval's index, then the plugins in :func:`plugin_order`; a tag
-    named in several places lists the tasks of all of them. ``read_dir`` is ``TaskManager._get_task_and_group``.
+    A name keeps its first definition: lmms-eval's index, then the plugins in :func:`plugin_order` (a plugin's
+    folders before its variants); a tag named in several places lists the tasks of all of them. ``read_dir`` is
+    ``TaskManager._get_task_and_group``.
     """
     merged, owners, conflicts = dict(index), {}, []
-    for contribution in plugin_order(dirs):
-        for name, entry in sorted(read_dir(str(contribution.value)).items()):
+    for contribution in plugin_order([*dirs, *variants]):
+        for name, entry in sorted(_plugin_entries(read_dir, contribution.value).items()):
             kept = merged.get(name)
             if kept is None:
                 merged[name], owners[name] = entry, contribution.plugin
@@ -127,8 +133,19 @@ def merge_plugin_tasks(read_dir: Callable[[str], dict], index: dict,
     return merged, conflicts
 
 
+def _plugin_entries(read_dir: Callable[[str], dict], contributed: Path | TaskVariants) -> dict:
+    """The index entries of a task folder, or of the variants a TaskVariants declares: each task of its source
+    folder renamed, at its source's YAML (a task the rename cannot name has none; the catalog reports it)."""
+    if not isinstance(contributed, TaskVariants):
+        return read_dir(str(contributed))
+    return {name: {**entry, VARIANTS_KEY: contributed} for task, entry in read_dir(str(contributed.source)).items()
+            if entry["type"] == "task" and (name := variant_name(contributed, task)) is not None}
+
+
 def _where(entry: dict) -> str:
-    return "a tag" if entry.get("yaml_path", -1) == -1 else str(entry["yaml_path"])
+    if entry.get("yaml_path", -1) == -1:
+        return "a tag"
+    return f"a variant of {entry['yaml_path']}" if VARIANTS_KEY in entry else str(entry["yaml_path"])
 
 
 def _origin(entry: dict) -> str:
@@ -146,7 +163,8 @@ def task_conflicts(pm: PluginManager | None = None) -> list[str]:
 
     reader = TaskManager.__new__(TaskManager)  # only its YAML indexing is used, which reads nothing else but this
     reader.logger = logger
-    _, conflicts = merge_plugin_tasks(reader._get_task_and_group, {}, (pm or get_plugin_manager()).task_dirs())
+    pm = pm or get_plugin_manager()
+    _, conflicts = merge_plugin_tasks(reader._get_task_and_group, {}, pm.task_dirs(), pm.task_variants())
     return [c.message for c in conflicts]
 
 
@@ -157,8 +175,9 @@ def _with_data_root(original: Any, manager: Callable[[], PluginManager]) -> Any:
     @functools.wraps(original)
     def get_config(self: Any, name: str) -> dict:
         config = original(self, name)
-        yaml_path = self.task_index[name]["yaml_path"]
-        if not (isinstance(yaml_path, str) and _in_plugin_dir(yaml_path, manager())):
+        entry = self.task_index[name]
+        config, yaml_path = _as_variant(entry, config), entry["yaml_path"]
+        if not (VARIANTS_KEY in entry or (isinstance(yaml_path, str) and _in_plugin_dir(yaml_path, manager()))):
             _PLUGIN_TASKS.pop(name, None)
             if declares_data(config) or _uses_pathbind(config):  # e.g. a copy via --include_path
                 return _in_task(config, name, _RecordingRows)
@@ -167,6 +186,12 @@ def _with_data_root(original: Any, manager: Callable[[], PluginManager]) -> Any:
         return _in_task(apply_data_root(config), name, _NamingTheTask)
 
     return get_config
+
+
+def _as_variant(entry: dict, config: dict) -> dict:
+    """A variant's config, derived from its source's as PathBind's catalog derives it; any other unchanged."""
+    variants = entry.get(VARIANTS_KEY)
+    return config if variants is None else variant_config(variants, config, entry["yaml_path"])
 
 
 def _in_task(config: dict, name: str, process_docs: type[_RecordingRows]) -> dict:

@@ -16,10 +16,14 @@ def pathbind(tmp_path, *args, env=None):
 
 
 def test_tasks_lists_every_plugin_task_with_plugin_family_and_data(tmp_path):
-    """`pathbind tasks --json` names each task's plugin, benchmark family and data location."""
+    """`pathbind tasks --json` names each task's plugin, benchmark family and data location; the PathView demo's
+    task variants are listed with the data they read."""
     done = pathbind(tmp_path, "tasks", "--json")
     assert done.returncode == 0, done.stderr
     rows = {row["name"]: row for row in json.loads(done.stdout)}
+    variants = [row for name, row in rows.items() if name.startswith("pathview_demo_") and row["kind"] == "task"]
+    assert len(variants) == 24 and {row["plugin"] for row in variants} == {"pathbind_tasks"}
+    assert rows["pathview_demo_slide_lgd_unit"]["data"].endswith("pathbind_tasks/demo/data/pathview/slide_lgd.parquet")
     assert rows["pathbind_demo_vqa"]["plugin"] == "pathbind_tasks"
     assert rows["pathbind_demo_vqa"]["family"] == "demo"
     assert rows["pathbind_demo_vqa"]["data"].endswith("pathbind_tasks/demo/data/vqa.parquet")

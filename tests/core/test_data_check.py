@@ -181,6 +181,19 @@ def test_every_source_declares_the_layout_its_yamls_read():
             assert all(any(fnmatch(Path(f).name, p) for p in layout.data) for f in files), (task, files)
 
 
+def test_a_pathview_demo_task_is_checked_with_the_config_lmms_eval_runs():
+    """The demo's task variants are read as derived from the real tasks: each its own source (no release metadata),
+    its file the packaged one; the pathview source keeps the 24 real tasks."""
+    sources = source_tasks(make_plugin_manager())
+    [(task, config)] = sources["pathview_demo_region_ocl_unit"]
+    assert task == "pathview_demo_region_ocl_unit" and config["metadata"] == {"version": 1}
+    assert config["process_docs"] == "pathbind_tasks.pathview.schema.boxed_choice_docs_unit"
+    assert Path(config["dataset_kwargs"]["data_files"]["test"]).parts[-4:] == ("demo", "data", "pathview",
+                                                                               "region_ocl.parquet")
+    assert sorted(task for task, _ in sources["pathview"]) == sorted(
+        task.replace("pathview_demo_", "pathview_", 1) for task in sources if task.startswith("pathview_demo_"))
+
+
 def test_doctor_turns_each_problem_into_a_failed_check(tmp_path, monkeypatch, capsys):
     """The doctor's data-folder checks: one FAIL per problem, OK with the summary, WARN for a folder no task reads
     (`pathbind doctor` itself runs them in tests/core/test_cli.py)."""

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import BIN, lmms_eval, metric, run, write_plugin
 
-from pathbind import ModelSpec, hookimpl, make_plugin_manager
+from pathbind import ModelSpec, TaskVariants, hookimpl, make_plugin_manager
+from pathbind.catalog import plugin_tasks
 
 
 class Malformed:
@@ -87,6 +89,57 @@ def test_failures_are_recorded_once_however_often_a_hook_is_called(malformed):
     for _ in range(3):
         pm.task_dirs()
     assert len([f for f in pm.failures["malformed"] if f.startswith("pathbind_task_dirs")]) == 5
+
+
+class Declares:
+    """A plugin whose pathbind_task_variants returns what it is given."""
+
+    def __init__(self, *declarations: object) -> None:
+        self.declarations = list(declarations)
+
+    @hookimpl
+    def pathbind_task_variants(self):
+        return self.declarations
+
+
+def test_each_malformed_task_variants_declaration_is_skipped_with_its_reason(tmp_path):
+    """Only the sound declaration is used; a relative source, a missing data folder, a rename keeping the names
+    and a dict each fail with what to fix."""
+    good = TaskVariants(tmp_path, ("mine_", "mine_copy_"), tmp_path)
+    bad = [TaskVariants(Path("relative"), ("a_", "b_"), tmp_path), TaskVariants(tmp_path, ("a_", "b_"), tmp_path / "x"),
+           TaskVariants(tmp_path, ("same_", "same_"), tmp_path), {"source": str(tmp_path)}]
+    pm = make_plugin_manager(plugins={"declares": Declares(good, *bad)})
+    assert [c.value for c in pm.task_variants() if c.plugin == "declares"] == [good]
+    reasons = ["has a source that is a relative path (it would depend on the working directory)",
+               "has a data_dir that does not exist", "needs rename as (old prefix, new prefix), two different strings",
+               "is a dict, not a pathbind.TaskVariants"]
+    failures = pm.failures["declares"]
+    assert len(failures) == len(reasons)
+    for failure, reason in zip(failures, reasons, strict=True):
+        assert failure.startswith("pathbind_task_variants entry ") and failure.endswith(f" {reason}; skipped")
+
+
+def test_a_source_task_a_declaration_cannot_derive_is_a_catalog_error(tmp_path):
+    """A source task whose name lacks the prefix, or whose data lies outside its folder, gets no variant: the
+    catalog lists an error naming the task and the fix (`pathbind doctor` fails on it); the others are listed."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "data").mkdir()
+    data = "dataset_path: json\ndataset_kwargs:\n  data_files:\n    test: {}\n"
+    for name, text in {"mine_ok": data.format("sub/ok.jsonl"), "mine_out": data.format("../out.jsonl"),
+                       "other": ""}.items():
+        (tmp_path / "src" / f"{name}.yaml").write_text(f"task: {name}\n{text}")
+    pm = make_plugin_manager(plugins={"declares": Declares(TaskVariants(tmp_path / "src", ("mine_", "copy_"),
+                                                                       tmp_path / "data"))})
+    entries = {e.name: e for e in plugin_tasks(pm) if e.plugin == "declares"}
+    assert entries.keys() == {"copy_ok", "mine_out", "other"}
+    assert entries["copy_ok"].kind == "task"
+    assert entries["copy_ok"].data.local_files == (tmp_path / "data" / "sub" / "ok.jsonl",)
+    assert entries["other"].error == (
+        f"pathbind_task_variants: ValueError: task 'other' ({tmp_path / 'src' / 'other.yaml'}) has no variant: its "
+        "name does not start with 'mine_', the prefix TaskVariants renames; rename the task or the prefix")
+    assert entries["mine_out"].error == (
+        f"pathbind_task_variants: ValueError: task copy_out: data file ../out.jsonl is outside its source's folder "
+        f"{tmp_path / 'src'}, so it has no place in the variants' data folder {tmp_path / 'data'}")
 
 
 class Exiting:

@@ -136,7 +136,7 @@ def test_hooks_are_documented():
     documented = re.findall(r"^- `(pathbind_\w+)\(", section, flags=re.MULTILINE)
     specs = sorted(name for name, caller in vars(make_plugin_manager(autoload=False).hook).items() if caller.spec)
     assert specs == ["pathbind_add_commands", "pathbind_demo_data", "pathbind_image_encoders", "pathbind_metrics",
-                     "pathbind_models", "pathbind_task_dirs", "pathbind_template_dirs"]
+                     "pathbind_models", "pathbind_task_dirs", "pathbind_task_variants", "pathbind_template_dirs"]
     assert sorted(documented) == specs
     for name in specs:
         assert getattr(pathbind.hookspecs, name).__doc__, name

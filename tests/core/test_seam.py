@@ -14,7 +14,7 @@ from conftest import write_plugin
 
 import pathbind_autoload
 import pathbind_tasks
-from pathbind import make_plugin_manager
+from pathbind import TaskVariants, hookimpl, make_plugin_manager
 from pathbind.catalog import plugin_tasks
 from pathbind.lmms import patches
 from pathbind.lmms.evaluate import install_evaluate_hook
@@ -278,6 +278,47 @@ def test_task_conflicts_lists_plugin_against_plugin_clashes_for_doctor(clashing_
 
 def test_the_installed_plugins_have_no_task_name_conflicts(pm):
     assert task_conflicts(pm) == []
+
+
+def test_the_pathview_demo_tasks_are_variants_indexed_at_the_real_tasks_yamls(plugins_only):
+    """Each of the 24 PathView-Bench tasks has its demo variant, a task at the real task's YAML; the demo folder
+    keeps only its three groups."""
+    index = plugins_only.task_index
+    tasks = {name: (entry["type"], entry["yaml_path"]) for name, entry in index.items()
+             if name.startswith("pathview_") and entry["type"] == "task"}
+    real = {name: found for name, found in tasks.items() if not name.startswith("pathview_demo_")}
+    assert len(real) == 24
+    assert {name.replace("pathview_", "pathview_demo_", 1): found for name, found in real.items()} == \
+        {name: found for name, found in tasks.items() if name not in real}
+    assert sorted(p.name for p in DEMO.glob("pathview_demo*.yaml")) == [
+        "pathview_demo.yaml", "pathview_demo_per_mille.yaml", "pathview_demo_unit.yaml"]
+
+
+class MyVariants:
+    """A third party's variants of its own tasks (in ``root/src``), renamed into PathBind's demo names."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @hookimpl
+    def pathbind_task_variants(self):
+        return [TaskVariants(self.root / "src", ("mine_", "pathbind_demo_"), self.root)]
+
+
+def test_a_variant_named_like_a_task_is_skipped_and_reported_like_one(plugins_only, tmp_path):
+    """The variant named like PathBind's task is skipped, naming its source; the plugin's other variant is
+    indexed at its source YAML; a source task the rename cannot name gets none."""
+    (tmp_path / "src").mkdir()
+    for task in ("mine_vqa", "mine_other", "unprefixed"):
+        (tmp_path / "src" / f"{task}.yaml").write_text(f"task: {task}\ndataset_path: json\n")
+    pm = make_plugin_manager(plugins={"mine": MyVariants(tmp_path)})
+    merged, conflicts = merge_plugin_tasks(plugins_only._get_task_and_group, {}, pm.task_dirs(), pm.task_variants())
+    assert merged["pathbind_demo_vqa"]["yaml_path"] == str(DEMO / "pathbind_demo_vqa.yaml")
+    assert merged["pathbind_demo_other"]["yaml_path"] == str(tmp_path / "src" / "mine_other.yaml")
+    assert not [name for name in merged if "unprefixed" in name]
+    assert [c.message for c in conflicts] == [
+        f"task 'pathbind_demo_vqa' of plugin 'mine' (a variant of {tmp_path / 'src' / 'mine_vqa.yaml'}) is skipped: "
+        f"plugin 'pathbind_tasks' defines it ({DEMO / 'pathbind_demo_vqa.yaml'}); rename one of them"]
 
 
 def test_a_users_include_path_task_wins_over_a_plugin_task_with_a_warning(plugins_only, tmp_path, logged_warnings):

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import importlib
-from pathlib import Path
 
 import datasets
 import numpy as np
 import pytest
 
-from pathbind.catalog import read_task_yaml
+from pathbind import make_plugin_manager
+from pathbind.catalog import plugin_tasks, task_config
 from pathbind_metrics.refusal import is_refusal
 from pathbind_models.baseline import baseline_answer, task_stats
 from pathbind_models.controls.blind import BlindControl
@@ -18,7 +18,6 @@ from pathbind_tasks.demo import pathview_synth
 from pathbind_tasks.pathview import aggregations
 from pathbind_tasks.pathview.prompts import doc_to_text
 
-DEMO = Path(pathview_synth.__file__).parent
 TASKS = list(pathview_synth.TASKS)
 
 
@@ -29,11 +28,12 @@ def _function(dotted: str):
 
 @pytest.fixture(scope="module")
 def demo() -> dict[str, tuple[list[dict], list[str], object]]:
-    """Per demo task, as its YAML wires it: documents, prompts (boxes in pixels) and its process_results."""
+    """Per demo task, as its config wires it: documents, prompts (boxes in pixels) and its process_results."""
+    entries = {e.name: e for e in plugin_tasks(make_plugin_manager())}
     tasks = {}
     for task in TASKS:
-        config = read_task_yaml(DEMO / f"pathview_demo_{task}.yaml")
-        raw = datasets.Dataset.from_parquet(str(DEMO / config["dataset_kwargs"]["data_files"]["test"]))
+        config = task_config(entries[f"pathview_demo_{task}"])
+        raw = datasets.Dataset.from_parquet(config["dataset_kwargs"]["data_files"]["test"])
         docs = list(_function(config["process_docs"])(raw))
         prompts = [doc_to_text(doc, config["lmms_eval_specific_kwargs"]["default"]) for doc in docs]
         tasks[task] = docs, prompts, _function(config["process_results"])

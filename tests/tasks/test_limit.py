@@ -15,7 +15,7 @@ from conftest import metric
 
 import pathbind_tasks.demo
 from pathbind import make_plugin_manager
-from pathbind.catalog import plugin_tasks, read_task_yaml
+from pathbind.catalog import plugin_tasks, task_config
 from pathbind_metrics.aggregations import ABLATION_CONDITIONS
 from pathbind_tasks.common.conditions import ABLATIONS, subset_keys, swap_partners
 
@@ -40,7 +40,7 @@ def _origin(process_docs) -> str:
 def test_every_task_builds_its_documents_item_by_item(entry):
     """Each PathBind task's process_docs (data or not) is with_conditions, which orders item by item, or one
     of the one-document-per-item builders; a new kind of process_docs must be checked against --limit."""
-    target = read_task_yaml(entry.yaml_path)["process_docs"]
+    target = task_config(entry)["process_docs"]
     module, name = target.removeprefix("!function ").strip().rsplit(".", 1)
     origin = _origin(getattr(importlib.import_module(module), name))
     assert origin in {"pathbind_tasks.common.conditions.with_conditions", *ONE_PER_ITEM}, (entry.name, origin)

@@ -14,12 +14,14 @@ import pytest
 from PIL import Image
 
 from pathbind import make_plugin_manager
-from pathbind.catalog import plugin_tasks, read_task_yaml
+from pathbind.catalog import plugin_tasks, task_config
 from pathbind.data import DataLocationError
+from pathbind.lmms.tasks import load_task_yaml
 from pathbind_tasks.demo import command, pathview_synth
 
 DATA = Path(pathview_synth.__file__).parent / "data"
 REAL_TASKS = [f"pathview_{task}" for task in pathview_synth.TASKS]
+DEMO_VARIANTS = sorted(e.name for e in plugin_tasks(make_plugin_manager()) if e.variants is not None)
 
 
 @pytest.fixture(scope="module")
@@ -94,9 +96,9 @@ def test_traps_are_unanswerable_by_construction(items):
 
 
 def test_committed_demo_data_equals_regeneration(items):
-    """pathbind_tasks/demo/data/pathview_*.parquet is write_pathview_data() with the defaults (up to JPEG error)."""
+    """pathbind_tasks/demo/data/pathview/*.parquet is write_pathview_data() with the defaults (up to JPEG error)."""
     for task, rows in items.items():
-        table = pq.read_table(DATA / f"pathview_{task}.parquet").to_pylist()
+        table = pq.read_table(DATA / "pathview" / f"{task}.parquet").to_pylist()
         assert len(table) == len(rows) == 8
         for stored, fresh in zip(table, rows, strict=True):
             assert {k: v for k, v in stored.items() if k != "image"} == {k: v for k, v in fresh.items() if k != "image"}
@@ -106,7 +108,7 @@ def test_committed_demo_data_equals_regeneration(items):
 
 def test_committed_demo_data_is_under_two_megabytes():
     """The 14 packaged PathView demo files stay small."""
-    assert sum(p.stat().st_size for p in DATA.glob("pathview_*.parquet")) < 2 * 2**20
+    assert sum(p.stat().st_size for p in DATA.glob("pathview/*.parquet")) < 2 * 2**20
 
 
 def test_demo_data_command_writes_every_pathview_task(tmp_path, capsys):
@@ -171,7 +173,50 @@ def test_no_metric_name_contains_another():
     """lmms-eval aggregates groups by metric-name substring: no PathView metric name may contain another."""
     names = {m["metric"] for entry in plugin_tasks(make_plugin_manager())
              if entry.kind == "task" and entry.name.startswith("pathview")
-             for m in read_task_yaml(entry.yaml_path)["metric_list"]}
+             for m in task_config(entry)["metric_list"]}
     assert names == {"dice", "accuracy", "mae", "macro_f1", "entity_recall", "srr", "false_refusal_rate",
                      "invalid_rate", "accounting"}
     assert not [(a, b) for a in names for b in names if a != b and a in b]
+
+
+def _functions(config: dict) -> dict:
+    """``config`` with its task functions as the YAML names them (the seam runs each inside its task)."""
+    def unwrap(value):
+        return getattr(value, "__wrapped__", value)
+
+    metrics = [{**m, "aggregation": unwrap(m["aggregation"])} for m in config["metric_list"]]
+    return {**{key: unwrap(value) for key, value in config.items()}, "metric_list": metrics}
+
+
+@pytest.mark.parametrize("name", DEMO_VARIANTS)
+def test_each_demo_task_is_its_pathview_task_on_the_packaged_data(task_manager, release, monkeypatch, name):
+    """What each deleted pathview_demo_*.yaml gave, derived from the real task's config as lmms-eval loads both: the
+    demo name, the packaged file of the same name, no metadata sending it to PATHBIND_DATA; process_docs,
+    metric_list and everything else the real task's. A release under PATHBIND_DATA (which the real task needs to
+    load) moves the real task only."""
+    monkeypatch.setenv("PATHBIND_DATA", str(release))
+    source = name.replace("pathview_demo_", "pathview_", 1)
+    real, demo = (_functions(task_manager._get_config(task)) for task in (source, name))
+    files = load_task_yaml(task_manager.task_index[source]["yaml_path"])["dataset_kwargs"]["data_files"]
+    assert real["metadata"] == {"version": 1, "pathbind_data": "pathview", "requires_pathbind_data": True}
+    assert real["dataset_kwargs"]["data_files"] == {"test": str(release / "pathview" / files["test"])}
+    assert demo == {**real, "task": name, "metadata": {"version": 1},
+                    "dataset_kwargs": {"data_files": {"test": str(DATA / "pathview" / files["test"])}}}
+
+
+def test_pathbind_data_holding_a_release_does_not_redirect_the_demo(task_manager, release, monkeypatch):
+    """The real task reads the release (4 items), its demo variant the packaged data (8); the catalog agrees and
+    finds no data problem for any of the 24 demo tasks, with or without PATHBIND_DATA."""
+    monkeypatch.setenv("PATHBIND_DATA", str(release))
+    loaded = task_manager.load_task_or_group(["pathview_region_ocl", "pathview_demo_region_ocl"])
+    assert [len(loaded[task].test_docs()) for task in ("pathview_region_ocl", "pathview_demo_region_ocl")] == [4, 8]
+    assert _demo_data() == ({DATA / "pathview"}, [])
+    monkeypatch.delenv("PATHBIND_DATA")
+    assert _demo_data() == ({DATA / "pathview"}, [])
+
+
+def _demo_data() -> tuple[set[Path], list[str]]:
+    """The folders the catalog says the demo tasks read, and their data problems."""
+    entries = [e for e in plugin_tasks(make_plugin_manager()) if e.variants is not None]
+    assert [e.name for e in entries] == DEMO_VARIANTS and len(entries) == 24
+    return {f.parent for e in entries for f in e.data.local_files}, [e.data_problem for e in entries if e.data_problem]
