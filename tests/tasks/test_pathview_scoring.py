@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from pathbind import render_template
-from pathbind_metrics.refusal import REFUSAL_FORM
+from pathbind_conventions import REFUSAL_FORM
 from pathbind_tasks.pathview import aggregations, scoring
 from pathbind_tasks.pathview.prompts import doc_to_text
 from pathbind_tasks.pathview.schema import KINDS, converter
