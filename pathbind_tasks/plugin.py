@@ -1,8 +1,10 @@
-"""Registers PathBind's benchmarks, prompt templates and the demo-data command with the plugin system."""
+"""Registers PathBind's benchmarks, prompt templates, VQA aggregations and the demo-data command with the plugin
+system."""
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from pathbind import hookimpl
@@ -23,6 +25,13 @@ def pathbind_task_dirs() -> list[Path]:
 @hookimpl
 def pathbind_template_dirs() -> list[Path]:
     return [HERE / "templates"]
+
+
+@hookimpl
+def pathbind_metrics() -> dict[str, Callable[..., object]]:
+    from pathbind_tasks.common.vqa_aggregations import named_aggregations  # datasets: loaded when asked for
+
+    return named_aggregations()
 
 
 @hookimpl

@@ -22,7 +22,7 @@ from pathbind.provenance import record_raw_split
 
 HOOK_MARK = "__pathbind_task_hook__"
 # The plugins PathBind itself ships (pyproject's [project.entry-points.pathbind]): their task names come first.
-FIRST_PARTY_PLUGINS = ("pathbind_tasks", "pathbind_models", "pathbind_metrics", "pathbind_analysis")
+FIRST_PARTY_PLUGINS = ("pathbind_tasks", "pathbind_models", "pathbind_analysis")
 
 class TaskBuildError(ValueError):
     """A PathBind task's documents cannot be built; the message names the task and the cause."""

@@ -23,8 +23,8 @@ from PIL import Image
 
 from pathbind import render_template
 from pathbind.requests import OcclusionRequest, OcclusionResponse
-from pathbind_metrics import faithfulness_aggregations as fa
 from pathbind_tasks.common import box_rows
+from pathbind_tasks.common import faithfulness_aggregations as fa
 from pathbind_tasks.common.accounting import close, counting
 from pathbind_tasks.common.failures import response_scorer
 from pathbind_tasks.common.images import rgb_image

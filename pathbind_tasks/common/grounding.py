@@ -18,8 +18,8 @@ from PIL import Image
 
 from pathbind import render_template
 from pathbind.requests import LAYER_SETS, AttentionRequest, AttentionResponse, Query
-from pathbind_metrics import grounding_aggregations as ga
 from pathbind_tasks.common import box_rows
+from pathbind_tasks.common import grounding_aggregations as ga
 from pathbind_tasks.common.accounting import close, counting
 from pathbind_tasks.common.failures import response_scorer
 from pathbind_tasks.common.images import rgb_image

@@ -16,13 +16,13 @@ from PIL import Image
 
 from pathbind import render_template
 from pathbind_metrics import choice_letters, parse_choice, parse_yes_no
-from pathbind_metrics.aggregations import ABLATION_METRICS, BASE_METRICS, named_aggregations
 from pathbind_tasks.common.conditions import CONDITION_SETS, Converter, visual_for, with_conditions
 from pathbind_tasks.common.failures import no_answer_reason, scoring_failure
 from pathbind_tasks.common.harness import task_name
 from pathbind_tasks.common.images import rgb_image
 from pathbind_tasks.common.messages import UserTurn
 from pathbind_tasks.common.raw import BadField, letter_answer, text_field
+from pathbind_tasks.common.vqa_aggregations import ABLATION_METRICS, BASE_METRICS, named_aggregations
 
 MAX_OPTIONS = 26  # one letter A-Z each
 IMAGE_ONLY_METRICS = ("acc_image", "invalid_rate", "by_dimension", "ci95", "accounting")  # no text pass: no gain

@@ -12,9 +12,9 @@ from scipy import stats
 from pathbind.requests import OcclusionRequest
 from pathbind_conventions import cell_edges
 from pathbind_metrics import faithfulness as fm
-from pathbind_metrics import faithfulness_aggregations as fa
 from pathbind_models.adapter import EntityAttention
 from pathbind_models.occlusion import answer, curve_masks, occlude
+from pathbind_tasks.common import faithfulness_aggregations as fa
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -11,7 +11,7 @@ import yaml
 from conftest import lmms_eval, metric
 
 import pathbind_tasks
-from pathbind_metrics.faithfulness_aggregations import NO_CAUSAL_SIGNAL
+from pathbind_tasks.common.faithfulness_aggregations import NO_CAUSAL_SIGNAL
 
 pytestmark = pytest.mark.slow
 TASK = "pathbind_demo_faithfulness"

@@ -16,9 +16,9 @@ from PIL import Image
 
 from pathbind.catalog import read_task_yaml
 from pathbind_metrics import accuracy, multimodal_gain
-from pathbind_metrics.aggregations import ABLATION_METRICS, BASE_METRICS, invalid_rate, mg, named_aggregations
 from pathbind_tasks.common import vqa
 from pathbind_tasks.common.vqa import IMAGE_ONLY_METRICS, doc_to_text, doc_to_visual, full, process_results
+from pathbind_tasks.common.vqa_aggregations import ABLATION_METRICS, BASE_METRICS, invalid_rate, mg, named_aggregations
 
 TASKS_DIR = Path(vqa.__file__).parents[1]
 
@@ -130,8 +130,8 @@ def test_the_answer_format_of_the_documents_picks_the_template_and_the_parser():
         == "missing field 'options'"
 
 
-def test_vqa_aggregations_do_not_depend_on_the_metrics_plugin(tmp_path):
-    """With the pathbind_metrics plugin disabled, pathbind.plugin_metrics (the third parties' door) has no VQA
+def test_vqa_aggregations_do_not_depend_on_the_plugin_door(tmp_path):
+    """With the pathbind_tasks plugin disabled, pathbind.plugin_metrics (the third parties' door) has no VQA
     metric, yet every first-party YAML loads through lmms-eval and the VQA aggregations compute their figures."""
     for path in sorted(TASKS_DIR.rglob("*.yaml")):
         assert "pathbind.plugin_metrics" not in path.read_text(encoding="utf-8"), path
@@ -152,7 +152,7 @@ def test_vqa_aggregations_do_not_depend_on_the_metrics_plugin(tmp_path):
         print([aggregations[name](records) for name in ("acc_image", "acc_text", "mg", "drop_blank")])
     """)
     result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "PATHBIND_DISABLE_PLUGINS": "pathbind_metrics"})
+                            env={**os.environ, "PATHBIND_DISABLE_PLUGINS": "pathbind_tasks"})
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1] == "[50.0, 0.0, 50.0, 50.0]"
 

@@ -1,15 +1,10 @@
-"""Aggregations over per-document records: by dimension, paired-bootstrap CIs, ablation drops."""
+"""VQA aggregations over per-document records: by dimension, paired-bootstrap CIs, ablation drops."""
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-import pytest
-from scipy import stats
-
-from pathbind_metrics import multimodal_gain
-from pathbind_metrics.aggregations import (
+from pathbind_tasks.common.vqa_aggregations import (
     UNPAIRED_CAUSES,
     accuracy_drop,
     by_dimension,
@@ -17,7 +12,6 @@ from pathbind_metrics.aggregations import (
     condition_accuracy,
     named_aggregations,
 )
-from pathbind_metrics.vqa import paired_bootstrap_ci
 
 
 def record(item: str, condition: str, correct: bool, dimension: str | None = None) -> dict:
@@ -40,18 +34,6 @@ def test_ablation_drop_is_paired_against_the_original_image():
     records = [record(str(i), "image", True) for i in range(4)] + [record(str(i), "blank", i == 0) for i in range(4)]
     assert condition_accuracy(records, "blank") == 25.0
     assert accuracy_drop(records, "blank") == 75.0 == named_aggregations()["drop_blank"](records)
-
-
-def test_paired_bootstrap_ci_matches_scipy_percentile_bootstrap():
-    """Our MG interval agrees with scipy.stats.bootstrap (paired, percentile) within resampling noise."""
-    rng = np.random.default_rng(3)
-    image, text = rng.random(200) < 0.7, rng.random(200) < 0.4
-    ours = paired_bootstrap_ci(image, text, n_resamples=4000, seed=5)["mg"]
-    reference = stats.bootstrap((image.astype(float), text.astype(float)),
-                                lambda a, b, axis=-1: 100 * (a.mean(axis=axis) - b.mean(axis=axis)),
-                                paired=True, method="percentile", n_resamples=4000, random_state=7).confidence_interval
-    assert ours[0] == pytest.approx(reference.low, abs=1.5) and ours[1] == pytest.approx(reference.high, abs=1.5)
-    assert ours[0] < multimodal_gain(image, text) < ours[1]
 
 
 def test_ci95_is_deterministic_and_order_invariant():

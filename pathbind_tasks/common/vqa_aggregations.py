@@ -14,9 +14,9 @@ from functools import partial
 from loguru import logger
 
 from pathbind_metrics.vqa import accuracy, multimodal_gain, paired_bootstrap_ci
+from pathbind_tasks.common.conditions import ABLATION_CONDITIONS
 
 Records = list[Mapping]
-ABLATION_CONDITIONS = ("blank", "swap_same", "swap_cross", "blur_2", "blur_4", "blur_8", "blur_16")
 BASE_METRICS = ("acc_image", "acc_text", "mg", "invalid_rate", "by_dimension", "ci95", "accounting")
 ABLATION_METRICS = ("acc_image", "invalid_rate", "accounting",
                     *(f"{kind}_{condition}" for condition in ABLATION_CONDITIONS for kind in ("acc", "drop")))
