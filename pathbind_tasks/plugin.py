@@ -29,9 +29,10 @@ def pathbind_template_dirs() -> list[Path]:
 
 @hookimpl
 def pathbind_metrics() -> dict[str, Callable[..., object]]:
-    from pathbind_tasks.common.vqa_aggregations import named_aggregations  # datasets: loaded when asked for
+    # The VQA aggregations, whose record shape third-party tasks can produce; imported when asked for (scipy).
+    from pathbind_tasks.common.metrics import VQA, declared
 
-    return named_aggregations()
+    return {metric.name: metric.aggregate for metric in declared(*VQA)}
 
 
 @hookimpl

@@ -13,8 +13,6 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from pathbind import make_plugin_manager
-from pathbind.catalog import plugin_tasks, read_task_yaml
 from pathbind.data import DataLocationError
 from pathbind_tasks.demo import command, pathview_synth
 
@@ -165,13 +163,3 @@ def test_release_tasks_stop_before_any_model_call_without_pathbind_data(task_man
     monkeypatch.delenv("PATHBIND_DATA", raising=False)
     with pytest.raises(DataLocationError, match=r"PATHBIND_DATA=<root> with the data in <root>/pathview/"):
         task_manager.load_task_or_group(["pathview_slide_lgd"])
-
-
-def test_no_metric_name_contains_another():
-    """lmms-eval aggregates groups by metric-name substring: no PathView metric name may contain another."""
-    names = {m["metric"] for entry in plugin_tasks(make_plugin_manager())
-             if entry.kind == "task" and entry.name.startswith("pathview")
-             for m in read_task_yaml(entry.yaml_path)["metric_list"]}
-    assert names == {"dice", "accuracy", "mae", "macro_f1", "entity_recall", "srr", "false_refusal_rate",
-                     "invalid_rate", "accounting"}
-    assert not [(a, b) for a in names for b in names if a != b and a in b]
