@@ -43,7 +43,7 @@ demo: install
 	$(OFFLINE) $(BIN)/pathbind report $(OUT)/pathbind_control $(OUT)/pathbind_blind $(OUT)/pathbind_tiny $(OUT)/pathbind_tiny_untrained --out $(OUT)/report
 
 lint: install
-	$(BIN)/ruff check pathbind_autoload.py pathbind pathbind_tasks pathbind_models pathbind_metrics pathbind_analysis tests examples benchmarks
+	$(BIN)/ruff check pathbind_autoload.py pathbind_conventions.py pathbind pathbind_tasks pathbind_models pathbind_metrics pathbind_analysis tests examples benchmarks
 	@# The cache lives in the venv, which CI keeps between runs: a fresh clone re-checks only what changed.
 	$(BIN)/mypy --cache-dir $(VENV)/.mypy_cache
 

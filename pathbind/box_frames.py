@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from pathbind_metrics.pathview import BOX_CONVENTIONS
+from pathbind_conventions import BOX_CONVENTIONS
 
 # "pixel": pixels of the image as given (the prompt states its size); "unit": fractions 0-1 of its width and
 # height; "per_mille": thousandths 0-1000 of them.

@@ -163,7 +163,7 @@ def _map(value: dict[str, Any], grid: tuple[int, int]) -> np.ndarray:
 class OcclusionRequest:
     """A question (``prompt``) with its answer ``options`` and the index of the ``reference`` answer, the ``entity``
     whose attention is the heat map under test, the occlusion ``grid`` G (cells as in
-    ``pathbind_metrics.faithfulness.cell_edges``), the ``fill``, the number of insertion/deletion ``steps`` and the
+    ``pathbind_conventions.cell_edges``), the ``fill``, the number of insertion/deletion ``steps`` and the
     ``seed`` of the random curve order."""
 
     prompt: str

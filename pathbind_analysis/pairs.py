@@ -32,7 +32,7 @@ def add_pairs_command(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathbind_metrics.grounding_aggregations import Q_DEFAULT  # scipy: loaded when the command runs
+    from pathbind_tasks.common.grounding_aggregations import Q_DEFAULT  # scipy: loaded when the command runs
 
     try:
         pairs = [_split_pair(text) for text in args.pairs]
@@ -63,8 +63,8 @@ def _split_pair(text: str) -> tuple[Path, Path]:
 
 
 def _compare(general: Path, tuned: Path, args: argparse.Namespace) -> dict[str, Any]:
-    from pathbind_metrics.grounding_aggregations import Q_DEFAULT
     from pathbind_metrics.pairs import delta_mean, delta_mg
+    from pathbind_tasks.common.grounding_aggregations import Q_DEFAULT
 
     for task in (args.vqa_task, args.grounding_task):
         _same_data(general, tuned, task)
@@ -119,8 +119,8 @@ def _records(run_dir: Path, task: str, metric: str) -> list[dict[str, Any]]:
 
 def _rankings(runs: list[Path], task: str) -> dict[str, float]:
     """τ of each threshold's and pixel-AP's model ranking against IoU at the default threshold."""
-    from pathbind_metrics.grounding_aggregations import Q_DEFAULT, Q_SWEEP
     from pathbind_metrics.pairs import ranking_agreement
+    from pathbind_tasks.common.grounding_aggregations import Q_DEFAULT, Q_SWEEP
 
     scores: dict[str, list[float]] = {f"iou@q={q}": [] for q in Q_SWEEP}
     scores["pixel_ap"] = []

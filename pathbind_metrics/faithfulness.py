@@ -1,8 +1,8 @@
 """Causal faithfulness of heat maps: occlusion maps, rank agreement, mass in a box, pointing, curves, tests.
 
-Maps live on a G×G grid over a W×H image, defined once by :func:`cell_edges`: cell (r, c) is the pixels
-``[⌊c·W/G⌋, ⌊(c+1)·W/G⌋) × [⌊r·H/G⌋, ⌊(r+1)·H/G⌋)``, the ones an occlusion of that cell paints. Degenerate input
-gives NaN (the caller records why), never an exception.
+Maps live on a G×G grid over a W×H image, defined once by :func:`pathbind_conventions.cell_edges`: cell (r, c)
+is the pixels ``[⌊c·W/G⌋, ⌊(c+1)·W/G⌋) × [⌊r·H/G⌋, ⌊(r+1)·H/G⌋)``, the ones an occlusion of that cell paints.
+Degenerate input gives NaN (the caller records why), never an exception.
 """
 
 from __future__ import annotations
@@ -14,16 +14,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special, stats
 
+from pathbind_conventions import cell_edges
+
 Box = Sequence[float] | np.ndarray
-
-
-def cell_edges(length: int, grid: int) -> np.ndarray:
-    """Pixel edges of the ``grid`` cells along a side of ``length`` pixels: cell i is pixels ``[edges[i], edges[i+1])``.
-
-    >>> cell_edges(10, 4).tolist()
-    [0, 2, 5, 7, 10]
-    """
-    return (np.arange(grid + 1) * length) // grid
 
 
 def _cell_fractions(length: int | None, grid: int) -> np.ndarray:

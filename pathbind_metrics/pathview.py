@@ -1,4 +1,4 @@
-"""PathView-Bench metrics: box coordinate conventions, Dice of box unions, counting MAE, macro-F1, entity recall."""
+"""PathView-Bench metrics: boxes between frames, Dice of box unions, counting MAE, macro-F1, entity recall."""
 
 from __future__ import annotations
 
@@ -9,10 +9,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from pathbind_conventions import BOX_CONVENTIONS
 from pathbind_metrics.grounding import _box_slices, _image_shape
 
-# Full scale of a coordinate in each convention; a pixel coordinate's full scale is the image side.
-BOX_CONVENTIONS = {"pixel": None, "unit": 1.0, "per_mille": 1000.0}
 NO_BOXES = "no box"
 
 ImageSize = Sequence[int] | np.ndarray

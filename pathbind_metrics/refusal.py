@@ -20,9 +20,9 @@ from __future__ import annotations
 
 import re
 
+from pathbind_conventions import REFUSAL_FORM
 from pathbind_metrics.parsing import _regions as answer_regions
 
-REFUSAL_FORM = "insufficient evidence"
 # Each phrase says the image cannot settle the question; "{cannot}" stands for cannot / can not / can't.
 REFUSAL_PHRASES = (
     REFUSAL_FORM, "insufficient information", "insufficient visual evidence",

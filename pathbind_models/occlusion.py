@@ -3,7 +3,7 @@
 An adapter answers occlusion requests when it has ``image_option_logprobs(images, text, options)``: the option
 log-probabilities (N × K) of ``text`` asked about each of an iterable of images, one image each. The HF adapter
 scores several images per forward; the controls loop. The perturbations are defined here once for every model:
-:func:`occlude` fills cells of the G×G grid (``pathbind_metrics.faithfulness.cell_edges``, the cells the metrics
+:func:`occlude` fills cells of the G×G grid (``pathbind_conventions.cell_edges``, the cells the metrics
 measure) with :func:`fill_colour`; :func:`curve_masks` gives the occluded cells at each insertion/deletion step.
 """
 
@@ -16,7 +16,8 @@ import numpy as np
 from PIL import Image
 
 from pathbind.requests import CURVES, Box, OcclusionRequest, OcclusionResponse
-from pathbind_metrics.faithfulness import cell_edges, resample_to_grid
+from pathbind_conventions import cell_edges
+from pathbind_metrics.faithfulness import resample_to_grid
 
 GREY = (128, 128, 128)
 

@@ -1,5 +1,5 @@
-"""Registers PathBind's benchmarks, the PathView demo's task variants, prompt templates, demo data functions
-and the demo-data command with the plugin system."""
+"""Registers PathBind's benchmarks, the PathView demo's task variants, prompt templates, VQA aggregations, demo
+data functions and the demo-data command with the plugin system."""
 
 from __future__ import annotations
 
@@ -42,6 +42,14 @@ def pathbind_demo_data() -> dict[str, Callable[..., object]]:
 
     return {"demo_items": demo_items, "grounding_items": grounding_items,
             "grounding_expression": grounding_expression, "presence_question": question}
+
+
+@hookimpl
+def pathbind_metrics() -> dict[str, Callable[..., object]]:
+    # The VQA aggregations, whose record shape third-party tasks can produce; imported when asked for (scipy).
+    from pathbind_tasks.common.metrics import VQA, declared
+
+    return {metric.name: metric.aggregate for metric in declared(*VQA)}
 
 
 @hookimpl

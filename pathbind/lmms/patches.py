@@ -39,8 +39,8 @@ PATCHES: tuple[Patch, ...] = (
           "index the plugins' task folders beside lmms-eval's own", "a task entry-point group TaskManager reads",
           ("a337111dbcf5e705299340f5544b400867a1ab2b558b606f54455ee784181641",)),
     Patch("lmms_eval.tasks:TaskManager._get_config", "tasks._with_data_root",
-          "apply PATHBIND_DATA; expand declared metric lists; hand process_docs, process_results and the "
-          "aggregations their task and row ledger; derive declared task variants",
+          "apply PATHBIND_DATA; hand process_docs, process_results and the aggregations their task and row "
+          "ledger; derive declared task variants",
           "a config hook per task, and the task passed to its functions",
           ("edf0c290475595e8a65d34a54594caa4cafb22c424cacfa8713463ad26633cf2",)),
     Patch("lmms_eval.tasks:TaskManager._load_individual_task_or_group", "tasks._naming_failed_tasks",

@@ -25,7 +25,7 @@ from pathbind.variants import variant_config, variant_name
 HOOK_MARK = "__pathbind_task_hook__"
 VARIANTS_KEY = "pathbind_variants"  # in a task's index entry: the TaskVariants that derive it from the entry's YAML
 # The plugins PathBind itself ships (pyproject's [project.entry-points.pathbind]): their task names come first.
-FIRST_PARTY_PLUGINS = ("pathbind_tasks", "pathbind_models", "pathbind_metrics", "pathbind_analysis")
+FIRST_PARTY_PLUGINS = ("pathbind_tasks", "pathbind_models", "pathbind_analysis")
 
 class TaskBuildError(ValueError):
     """A PathBind task's documents cannot be built; the message names the task and the cause."""

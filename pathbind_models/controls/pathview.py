@@ -1,6 +1,6 @@
 """PathView answers of the controls: the positive control measures, the blind control answers unseen.
 
-A PathView prompt offers the explicit refusal form (:data:`pathbind_metrics.refusal.REFUSAL_FORM` in an
+A PathView prompt offers the explicit refusal form (:data:`pathbind_conventions.REFUSAL_FORM` in an
 ``<answer>`` tag). The positive control recognises the demo's question families by their wording, measures the
 image (:mod:`pathview_vision`) and answers in the prompt's format; when its measurement cannot settle the
 question (an organ asked of isolated cells, cells counted on a low-power overview, a question it does not know)
@@ -17,8 +17,8 @@ import numpy as np
 from PIL import Image
 
 from pathbind.box_frames import frame_asked
+from pathbind_conventions import REFUSAL_FORM
 from pathbind_metrics.pathview import from_pixels, to_pixels
-from pathbind_metrics.refusal import REFUSAL_FORM
 from pathbind_models.controls import pathview_vision as measure
 from pathbind_models.controls.prompt import read_prompt
 

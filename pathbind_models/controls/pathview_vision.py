@@ -10,7 +10,7 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
-from pathbind_metrics.stains import STAIN_MATRIX
+from pathbind_conventions import STAIN_MATRIX
 from pathbind_models.controls import vision
 
 RESOLVED = 0.7  # mean H + DAB of a resolved nucleus; nuclei blurred into low-power haze stay near 0.5

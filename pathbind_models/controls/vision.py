@@ -9,7 +9,7 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
-from pathbind_metrics.stains import STAIN_MATRIX, rgb_to_concentrations
+from pathbind_conventions import STAIN_MATRIX, rgb_to_concentrations
 
 GRID = 16  # evidence map is GRID x GRID patches
 NUCLEAR_STAIN = 0.5  # H + DAB concentration above which a pixel is nuclear

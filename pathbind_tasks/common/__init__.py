@@ -1,1 +1,1 @@
-"""Behaviour shared by every PathBind benchmark: conditions, prompts, scoring."""
+"""Behaviour shared by every PathBind benchmark: conditions, prompts, scoring and the metrics they report."""

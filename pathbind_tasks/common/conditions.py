@@ -14,11 +14,11 @@ import numpy as np
 from PIL import Image, ImageFilter
 from pyarrow.lib import ArrowException
 
-from pathbind_metrics.aggregations import ABLATION_CONDITIONS
 from pathbind_tasks.common.accounting import close, counting, without_faults
 from pathbind_tasks.common.harness import task_name
 from pathbind_tasks.common.images import image_problem, max_pixels
 
+ABLATION_CONDITIONS = ("blank", "swap_same", "swap_cross", "blur_2", "blur_4", "blur_8", "blur_16")
 WITH_AND_WITHOUT_IMAGE = ("image", "text")
 IMAGE_ONLY = ("image",)
 ABLATIONS = ("image", *ABLATION_CONDITIONS)

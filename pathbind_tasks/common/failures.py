@@ -9,6 +9,7 @@ from typing import Any
 from loguru import logger
 
 from pathbind.requests import MODEL_FAILED
+from pathbind_tasks.common.metrics import names
 
 REQUEST_FAILED = "[LMMS_EVAL_REQUEST_FAILED"  # openai, gemini, async_openai once max_retries attempts failed
 BUDGET_EXCEEDED = "[LMMS_EVAL_BUDGET_EXCEEDED]"  # chat API backends once --max_tokens is spent
@@ -42,15 +43,16 @@ def scoring_failure(exc: Exception) -> str:
 Record = dict[str, Any]
 
 
-def response_scorer(kind: str, metrics: tuple[str, ...], fields: dict[str, str], score: Callable[[Record, str], Record],
+def response_scorer(kind: str, fields: dict[str, str], score: Callable[[Record, str], Record],
                     lost: Callable[[str], Record]) -> Callable[[Record, list[str]], Record]:
     """A total ``process_results`` for tasks whose model answer is an encoded response (maps, scores).
 
     ``score(doc, response)`` builds the item's record (rows whose data is at fault never get here: process_docs
     drops them); no answer (:func:`no_answer_reason`: the model's or backend's failure) or a response that cannot
     be decoded gives ``lost(reason)`` instead, logged. The record carries the item id and the doc
-    columns ``fields`` names (record key -> column) and is emitted under every metric name.
+    columns ``fields`` names (record key -> column) and is emitted under every metric of ``kind``.
     """
+    metrics = names(kind)
 
     def process_results(doc: Record, results: list[str]) -> Record:
         base = {"id": str(doc.get("id")),

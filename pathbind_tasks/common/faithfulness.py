@@ -23,18 +23,16 @@ from PIL import Image
 
 from pathbind import render_template
 from pathbind.requests import OcclusionRequest, OcclusionResponse
-from pathbind_metrics import faithfulness_aggregations as fa
 from pathbind_tasks.common import box_rows
+from pathbind_tasks.common import faithfulness_aggregations as fa
 from pathbind_tasks.common.accounting import close, counting
 from pathbind_tasks.common.failures import response_scorer
 from pathbind_tasks.common.images import rgb_image
-from pathbind_tasks.common.ordering import in_id_order
 from pathbind_tasks.common.raw import require
 
 COLUMNS = ("id", "image", "expression", "bbox", "width", "height")
 OPTIONS, REFERENCE = ("Yes", "No"), 0
 SEED = 0  # combined with each item's id, so the random curve order and control boxes do not depend on the rank
-METRICS = (*fa.HEADLINE, "control_boxes", "faith_ci", "perm_tests", "verdict", "faith_lost", "accounting")
 ADDED = ("subgroup", "image_error", "doc_error")  # columns process_docs computes
 
 
@@ -89,26 +87,10 @@ def _score(doc: dict[str, Any], text: str) -> dict[str, Any]:
                           seed=item_seed(doc["id"]), view_box=response.view_box)
 
 
-process_results = response_scorer("faithfulness", METRICS, {"group": "subgroup"}, _score, fa.lost_record)
+process_results = response_scorer("faithfulness", {"group": "subgroup"}, _score, fa.lost_record)
 
 
 def _scores(part: np.ndarray | str, name: str) -> np.ndarray:
     if isinstance(part, str):
         raise ValueError(f"the model returned no {name} scores: {part}")
     return part
-
-
-def _mean_of(field: str) -> Callable[[list[dict[str, Any]]], float]:
-    def aggregate(records: list[dict[str, Any]]) -> float:
-        return fa.mean(records, field)
-
-    return aggregate
-
-
-(attn_occlusion_rho, attn_abs_delta_rho, causal_l1, causal_amim, attn_amim, pointing_hit, pointing_tie, attn_box_ap,
- causal_box_ap, insertion_auc, deletion_auc, text_agreement) = (in_id_order(_mean_of(field)) for field in fa.HEADLINE)
-control_boxes = in_id_order(fa.control_box_masses)
-faith_ci = in_id_order(fa.intervals)
-perm_tests = in_id_order(fa.permutation_tests)
-verdict = in_id_order(fa.verdict)
-faith_lost = fa.lost_counts

@@ -18,18 +18,16 @@ from PIL import Image
 
 from pathbind import render_template
 from pathbind.requests import LAYER_SETS, AttentionRequest, AttentionResponse, Query
-from pathbind_metrics import grounding_aggregations as ga
 from pathbind_tasks.common import box_rows
+from pathbind_tasks.common import grounding_aggregations as ga
 from pathbind_tasks.common.accounting import close, counting
 from pathbind_tasks.common.failures import response_scorer
 from pathbind_tasks.common.images import rgb_image
-from pathbind_tasks.common.ordering import in_id_order
 from pathbind_tasks.common.raw import require
 
 ALTERNATIVES_SEED = 0
 N_ALTERNATIVES = 2  # K = 3 queries per image: the true expression and two others
 COLUMNS = ("id", "image", "expression", "bbox", "width", "height", "split")
-METRICS = (*ga.HEADLINE, "attn_ci", "q_sweep", "layer_sweep", "lost_items", "accounting")
 ADDED = ("alternatives", "image_error", "doc_error")  # columns process_docs computes
 
 
@@ -80,22 +78,7 @@ def _score(doc: dict[str, Any], response: str) -> dict[str, Any]:
                           view_box=decoded.view_box)
 
 
-process_results = response_scorer("grounding", METRICS, {"split": "split"}, _score, ga.lost_record)
-
-
-def _headline(field: str) -> Callable[[list[dict[str, Any]]], float]:
-    def aggregate(records: list[dict[str, Any]]) -> float:
-        return ga.headline_value(records, field)
-
-    return aggregate
-
-
-attn_iou, attn_precision, attn_recall, eff_support, cross_query_r, pixel_ap = (
-    in_id_order(_headline(field)) for field in ga.HEADLINE.values())
-attn_ci = in_id_order(ga.bootstrap_intervals)
-q_sweep = in_id_order(ga.q_sweep)
-layer_sweep = in_id_order(ga.layer_sweep)
-lost_items = ga.lost_items
+process_results = response_scorer("grounding", {"split": "split"}, _score, ga.lost_record)
 
 
 def split_filter(split: str) -> Callable[[datasets.Dataset], datasets.Dataset]:

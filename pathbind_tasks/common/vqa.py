@@ -1,8 +1,8 @@
-"""Visual question answering: documents, prompt rendering, scoring and aggregations shared by every VQA task.
+"""Visual question answering: documents, prompt rendering and scoring shared by every VQA task.
 
 A document's ``answer_format`` (``mcq`` or ``yesno``) picks its template and its answer parser together; its
-``condition_set`` (see ``CONDITION_SETS``) picks the metrics its record is emitted under, so one metric_list
-serves every variant. ``process_docs`` sets both.
+``condition_set`` (see ``CONDITION_SETS``) is its metric kind, ``vqa_<condition set>``, which picks the metrics its
+record is emitted under, so one metric_list serves every variant. ``process_docs`` sets both.
 """
 
 from __future__ import annotations
@@ -16,17 +16,15 @@ from PIL import Image
 
 from pathbind import render_template
 from pathbind_metrics import choice_letters, parse_choice, parse_yes_no
-from pathbind_metrics.aggregations import ABLATION_METRICS, BASE_METRICS, named_aggregations
 from pathbind_tasks.common.conditions import CONDITION_SETS, Converter, visual_for, with_conditions
 from pathbind_tasks.common.failures import no_answer_reason, scoring_failure
 from pathbind_tasks.common.harness import task_name
 from pathbind_tasks.common.images import rgb_image
 from pathbind_tasks.common.messages import UserTurn
+from pathbind_tasks.common.metrics import names
 from pathbind_tasks.common.raw import BadField, letter_answer, text_field
 
 MAX_OPTIONS = 26  # one letter A-Z each
-IMAGE_ONLY_METRICS = ("acc_image", "invalid_rate", "by_dimension", "ci95", "accounting")  # no text pass: no gain
-METRICS = {"full": BASE_METRICS, "image_only": IMAGE_ONLY_METRICS, "ablation": ABLATION_METRICS}
 ADDED = ("answer_format", "condition_set")  # columns process_docs computes
 CHECKED = ("question", "options", "answer", "answer_format")  # an item's fields whose data can be at fault
 
@@ -192,18 +190,8 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
         reason = scoring_failure(exc)
         logger.warning(f"doc {record['id']}: cannot score ({reason})")
         record.update(reference=None, parsed=None, valid=False, correct=False, reason=reason)
-    return dict.fromkeys(METRICS[str(doc.get("condition_set") or "full")], record)
+    return dict.fromkeys(names(f"vqa_{doc.get('condition_set') or 'full'}"), record)
 
 
 # Ready-made process_docs for data already in the task schema (as the demo and PATHBIND_DATA copies are).
 full, image_only, ablation = condition_sets()
-
-# The aggregations the VQA metric_list names, by the same names (first-party YAMLs do not go through plugins).
-_AGGREGATIONS = named_aggregations()
-acc_image, acc_text, mg, invalid_rate, by_dimension, ci95 = (
-    _AGGREGATIONS[name] for name in ("acc_image", "acc_text", "mg", "invalid_rate", "by_dimension", "ci95"))
-acc_blank, drop_blank, acc_swap_same, drop_swap_same, acc_swap_cross, drop_swap_cross = (
-    _AGGREGATIONS[f"{kind}_{condition}"] for condition in ("blank", "swap_same", "swap_cross")
-    for kind in ("acc", "drop"))
-acc_blur_2, drop_blur_2, acc_blur_4, drop_blur_4, acc_blur_8, drop_blur_8, acc_blur_16, drop_blur_16 = (
-    _AGGREGATIONS[f"{kind}_blur_{sigma}"] for sigma in (2, 4, 8, 16) for kind in ("acc", "drop"))

@@ -17,7 +17,7 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
-from pathbind_metrics.stains import concentrations_to_rgb
+from pathbind_conventions import concentrations_to_rgb
 from pathbind_tasks.demo.synth import _CARCINOMA, _FAT, _FIBROBLASTS, _LYMPHOCYTES, Draw, _balanced, _jpeg
 from pathbind_tasks.demo.tissue import (
     QUADRANTS,

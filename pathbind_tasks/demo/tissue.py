@@ -8,7 +8,7 @@ import numpy as np
 from PIL import Image
 from scipy import ndimage
 
-from pathbind_metrics.stains import concentrations_to_rgb
+from pathbind_conventions import concentrations_to_rgb
 
 TISSUES = ("fibrous_stroma", "lymphoid", "adipose", "epithelial_nests", "inflamed_stroma", "neoplasm")
 QUADRANTS = ("upper left", "upper right", "lower left", "lower right")

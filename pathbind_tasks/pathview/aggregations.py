@@ -1,4 +1,4 @@
-"""PathView metrics over the per-item records of :mod:`pathbind_tasks.pathview.scoring`, in percent like every
+"""PathView aggregations over the per-item records of :mod:`pathbind_tasks.pathview.scoring`, in percent like every
 PathBind rate (the paper's Dice 0.073 is 7.3 here; MAE in objects). Sums are exact (``math.fsum``), so any split
 of the items over processes gives the same value.
 """
@@ -59,7 +59,3 @@ def refusal_rate(records: Records) -> float:
 def invalid_rate(records: Records) -> float:
     """Percentage of items whose answer could not be read or whose document is malformed."""
     return _percent([1.0 if r["outcome"] == "invalid" else 0.0 for r in records])
-
-
-srr = refusal_rate
-false_refusal_rate = refusal_rate

@@ -6,9 +6,9 @@ from typing import Any
 
 from pathbind import render_template
 from pathbind.box_frames import frame_words
+from pathbind_conventions import REFUSAL_FORM
 from pathbind_metrics import choice_letters
 from pathbind_metrics.pathview import from_pixels
-from pathbind_metrics.refusal import REFUSAL_FORM
 
 
 def format_box(box: list[float], frame: str, image_size: tuple[int, int]) -> str:

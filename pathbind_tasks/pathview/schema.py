@@ -21,8 +21,8 @@ import datasets
 
 from pathbind.box_frames import check_frame
 from pathbind.layout import Layout
+from pathbind_conventions import REFUSAL_FORM
 from pathbind_metrics.pathview import box_problem
-from pathbind_metrics.refusal import REFUSAL_FORM
 from pathbind_tasks.common import box_rows
 from pathbind_tasks.common.conditions import IMAGE_ONLY, with_conditions
 from pathbind_tasks.common.raw import (

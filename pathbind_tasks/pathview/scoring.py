@@ -17,13 +17,13 @@ from typing import Any
 
 from loguru import logger
 
+from pathbind_conventions import REFUSAL_FORM
 from pathbind_metrics.pathview import box_dice, box_problem, entity_recall, to_pixels
 from pathbind_metrics.pathview_parsing import parse_boxes, parse_count, parse_entities, parse_option
-from pathbind_metrics.refusal import REFUSAL_FORM, is_refusal
+from pathbind_metrics.refusal import is_refusal
 from pathbind_tasks.common.failures import no_answer_reason, scoring_failure
+from pathbind_tasks.common.metrics import names
 from pathbind_tasks.pathview.vocabulary import answer_class, matcher
-
-ANSWERABLE = ("false_refusal_rate", "invalid_rate", "accounting")
 
 
 class Unreadable(ValueError):
@@ -78,8 +78,9 @@ def _reference(doc: dict[str, Any]) -> Any:
 Judge = Callable[[dict[str, Any], str], dict[str, Any]]
 
 
-def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], list[str]], dict[str, Any]]:
-    """A ``process_results`` that scores one answer into a record emitted under each of ``metrics``."""
+def scorer(judge: Judge, kind: str) -> Callable[[dict[str, Any], list[str]], dict[str, Any]]:
+    """A ``process_results`` that scores one answer into a record emitted under each metric of ``kind``."""
+    metrics = names(kind)
 
     def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
         text = results[0] if results else ""
@@ -107,9 +108,9 @@ def scorer(judge: Judge, metrics: tuple[str, ...]) -> Callable[[dict[str, Any], 
     return process_results
 
 
-score_grounding = scorer(_judge_box, ("dice", *ANSWERABLE))
-score_choice = scorer(_judge_choice, ("accuracy", *ANSWERABLE))
-score_bins = scorer(_judge_choice, ("macro_f1", *ANSWERABLE))
-score_count = scorer(_judge_count, ("mae", *ANSWERABLE))
-score_description = scorer(_judge_description, ("entity_recall", *ANSWERABLE))
-score_trap = scorer(_judge_trap, ("srr", "invalid_rate", "accounting"))
+score_grounding = scorer(_judge_box, "pathview_grounding")
+score_choice = scorer(_judge_choice, "pathview_choice")
+score_bins = scorer(_judge_choice, "pathview_bins")
+score_count = scorer(_judge_count, "pathview_count")
+score_description = scorer(_judge_description, "pathview_description")
+score_trap = scorer(_judge_trap, "pathview_trap")

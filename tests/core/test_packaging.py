@@ -37,7 +37,7 @@ def test_wheel_declares_plugins_models_tasks_and_scripts(wheel):
     """First-party plugins use the public ``pathbind`` group; lmms-eval groups and both scripts are declared."""
     entry_points = next(wheel.read(n).decode() for n in wheel.namelist() if n.endswith("entry_points.txt"))
     for line in ("pathbind_tasks = pathbind_tasks.plugin", "pathbind_models = pathbind_models.plugin",
-                 "pathbind_metrics = pathbind_metrics.plugin", "pathbind_analysis = pathbind_analysis.plugin",
+                 "pathbind_analysis = pathbind_analysis.plugin",
                  "pathbind = pathbind.lmms.watch:lmms_eval_models",
                  "pathbind = pathbind.lmms.watch:lmms_eval_task_dirs",
                  "lmms_eval = lmms_eval.cli.dispatch:main", "pathbind = pathbind.cli:console"):

@@ -11,11 +11,11 @@ from conftest import write_plugin
 import pathbind
 from pathbind import ModelSpec, hookimpl, make_plugin_manager
 
-FIRST_PARTY = {"pathbind_tasks", "pathbind_models", "pathbind_metrics", "pathbind_analysis"}
+FIRST_PARTY = {"pathbind_tasks", "pathbind_models", "pathbind_analysis"}
 
 
 def test_first_party_and_example_plugins_come_from_the_entry_point_group(pm):
-    """Our three packages and the example plugin are all registered through the ``pathbind`` group."""
+    """Our plugin packages and the example plugin are all registered through the ``pathbind`` group."""
     assert {*FIRST_PARTY, "example"} <= {name for name, _ in pm.list_name_plugin()}
     assert pm.failures == {}
 
@@ -26,7 +26,7 @@ def test_contributions_are_attributed_to_their_plugin(pm):
     assert pm.models()["pathbind_control"].plugin == "pathbind_models"
     assert pm.demo_data()["grounding_items"].plugin == "pathbind_tasks"
     assert pm.image_encoders()["pathbind_hf"].plugin == "pathbind_models"
-    assert pm.metrics()["mg"].plugin == "pathbind_metrics"
+    assert pm.metrics()["mg"].plugin == "pathbind_tasks"
     assert pm.metrics()["example_stain_accuracy"].plugin == "example"
     assert {c.plugin for c in pm.task_dirs()} >= {"pathbind_tasks", "example"}
 
@@ -112,17 +112,17 @@ def test_duplicate_names_are_reported_and_the_first_in_call_order_wins():
     pm = make_plugin_manager(plugins={"duplicate": Duplicate()})
     # pluggy calls later registrations first: the entry points registered after "duplicate" win.
     assert pm.models()["pathbind_control"].plugin == "pathbind_models"
-    assert pm.metrics()["mg"].plugin == "pathbind_metrics"
+    assert pm.metrics()["mg"].plugin == "pathbind_tasks"
     assert pm.conflicts == [
         "model 'pathbind_control' from plugin 'duplicate' is shadowed by plugin 'pathbind_models'",
-        "metric 'mg' from plugin 'duplicate' is shadowed by plugin 'pathbind_metrics'",
+        "metric 'mg' from plugin 'duplicate' is shadowed by plugin 'pathbind_tasks'",
     ]
 
 
 def test_plugin_metrics_are_importable_by_name_for_task_yamls():
     """``pathbind.plugin_metrics.<name>`` resolves through the plugins; unknown names list the available ones."""
     from pathbind import plugin_metrics
-    from pathbind_metrics.aggregations import mg
+    from pathbind_tasks.common.vqa_aggregations import mg
 
     assert plugin_metrics.mg is mg
     with pytest.raises(AttributeError, match=r"No PathBind plugin provides a metric named 'nope'\. Available: .*mg"):
@@ -199,7 +199,7 @@ def test_third_party_hook_wrappers_are_honoured_and_their_additions_checked_and_
     metrics = pm.metrics()
     assert "mg" in wrapping.seen[0] and "example_stain_accuracy" in wrapping.seen[0]
     assert "wrapped_metric" not in wrapping.seen[0]
-    assert (metrics["wrapped_metric"].plugin, metrics["mg"].plugin) == ("wrapping", "pathbind_metrics")
+    assert (metrics["wrapped_metric"].plugin, metrics["mg"].plugin) == ("wrapping", "pathbind_tasks")
     assert pm.failures == {"wrapping": ["pathbind_metrics metric 'not_callable' is a int, not callable; skipped"]}
     dirs = pm.template_dirs()
     assert dirs and not any("pathbind_example" in str(d) for d in dirs)

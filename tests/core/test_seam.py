@@ -219,9 +219,9 @@ def test_evaluate_skips_what_the_model_cannot_run_and_records_it(plugins_only):
 
 def test_plugin_order_puts_pathbinds_own_plugins_first():
     """PathBind's plugins in their declared order, then the others by name; a plugin's folders keep their order."""
-    dirs = [Contribution(p, p, Path(p)) for p in ("aaa", "pathbind_metrics", "zzz/1", "pathbind_tasks", "zzz/0")]
+    dirs = [Contribution(p, p, Path(p)) for p in ("aaa", "pathbind_analysis", "zzz/1", "pathbind_tasks", "zzz/0")]
     dirs = [Contribution(c.name, c.plugin.split("/")[0], c.value) for c in dirs]
-    assert [c.name for c in plugin_order(dirs)] == ["pathbind_tasks", "pathbind_metrics", "aaa", "zzz/1", "zzz/0"]
+    assert [c.name for c in plugin_order(dirs)] == ["pathbind_tasks", "pathbind_analysis", "aaa", "zzz/1", "zzz/0"]
 
 
 @pytest.fixture

@@ -10,10 +10,11 @@ from PIL import Image
 from scipy import stats
 
 from pathbind.requests import OcclusionRequest
+from pathbind_conventions import cell_edges
 from pathbind_metrics import faithfulness as fm
-from pathbind_metrics import faithfulness_aggregations as fa
 from pathbind_models.adapter import EntityAttention
 from pathbind_models.occlusion import answer, curve_masks, occlude
+from pathbind_tasks.common import faithfulness_aggregations as fa
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -103,7 +104,7 @@ UNEVEN, G = (250, 173), 16  # 250/16 and 173/16 are not whole: cells are 15 or 1
 def test_the_grid_is_the_same_everywhere_on_a_size_not_divisible_by_g():
     """Each occluded cell paints exactly the pixels of its cell_edges rectangle, and that rectangle is the one cell
     box coverage and attention resampling give to it: all of it, and none of any other cell."""
-    rows, cols = fm.cell_edges(UNEVEN[1], G), fm.cell_edges(UNEVEN[0], G)
+    rows, cols = cell_edges(UNEVEN[1], G), cell_edges(UNEVEN[0], G)
     assert set(np.diff(cols)) == {15, 16} and set(np.diff(rows)) == {10, 11}
     image = Image.new("RGB", UNEVEN, (255, 255, 255))
     for r, c in np.ndindex(G, G):
@@ -149,7 +150,7 @@ def test_the_metric_measures_the_cells_the_model_saw_occluded():
     response = answer(BoxWatcher(image, box), image, request)
     delta = fm.occlusion_map(response.original, response.patches, 0, G)
     coverage = fm.box_coverage(box, UNEVEN, G)
-    areas = np.outer(np.diff(fm.cell_edges(UNEVEN[1], G)), np.diff(fm.cell_edges(UNEVEN[0], G)))
+    areas = np.outer(np.diff(cell_edges(UNEVEN[1], G)), np.diff(cell_edges(UNEVEN[0], G)))
     assert np.allclose(delta * (box[2] - box[0]) * (box[3] - box[1]), coverage * areas, atol=1e-9)
     assert np.allclose(response.attention, coverage, atol=1e-12)
     assert 0 < coverage[1, 2] < 1 and coverage[3, 5] == 1.0  # cut cells and whole cells both occur

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 from scipy import ndimage
 
-from pathbind_metrics import stains
+import pathbind_conventions as stains
 from pathbind_models.controls import questions, vision
 from pathbind_tasks.demo import synth
 

@@ -58,13 +58,13 @@ def test_positive_control_reads_answerable_items_from_the_pixels(demo, task, met
     records = run(PositiveControl(), demo, task)
     value = getattr(aggregations, metric)(records)
     assert value <= bound if metric == "mae" else value >= bound
-    assert aggregations.false_refusal_rate(records) == 0 and aggregations.invalid_rate(records) == 0
+    assert aggregations.refusal_rate(records) == 0 and aggregations.invalid_rate(records) == 0
 
 
 @pytest.mark.parametrize("task", ["region_trap", "slide_trap"])
 def test_positive_control_refuses_what_the_field_of_view_cannot_show(demo, task):
     """An organ of isolated cells, a cell count of an overview: the control measures nothing and refuses."""
-    assert aggregations.srr(run(PositiveControl(), demo, task)) == 100
+    assert aggregations.refusal_rate(run(PositiveControl(), demo, task)) == 100
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -77,7 +77,7 @@ def test_blind_control_answers_everything_and_refuses_nothing(demo, task):
         assert answer == blind.generate([], prompt) and not is_refusal(answer)
     records = run(blind, demo, task)
     assert aggregations.invalid_rate(records) == 0
-    assert (aggregations.srr if task.endswith("trap") else aggregations.false_refusal_rate)(records) == 0
+    assert aggregations.refusal_rate(records) == 0
 
 
 def test_positive_control_boxes_follow_the_frame_the_prompt_asks(demo):

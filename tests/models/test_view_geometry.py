@@ -13,10 +13,10 @@ from PIL import Image
 from sklearn.metrics import average_precision_score
 
 from pathbind_metrics import grounding
-from pathbind_metrics import grounding_aggregations as ga
 from pathbind_metrics.faithfulness import resample_to_grid
 from pathbind_models.hf.adapter import HFAdapter
 from pathbind_models.hf.families import NAMES
+from pathbind_tasks.common import grounding_aggregations as ga
 
 PROMPT = "Look at the image and locate: nuclei with prominent nucleoli"
 ENTITY = "nuclei with prominent nucleoli"
@@ -170,7 +170,7 @@ def test_occlusion_cells_outside_the_view_are_not_counted_as_ignored():
     over the seen cells and equals scipy's there, and the unseen cells are counted."""
     from scipy.stats import spearmanr
 
-    from pathbind_metrics import faithfulness_aggregations as fa
+    from pathbind_tasks.common import faithfulness_aggregations as fa
 
     rng = np.random.default_rng(3)
     seen = np.zeros((4, 4), bool)

@@ -7,11 +7,10 @@ import math
 from pathlib import Path
 
 import pytest
-import yaml
 from conftest import lmms_eval, metric
 
 import pathbind_tasks
-from pathbind_metrics.faithfulness_aggregations import NO_CAUSAL_SIGNAL
+from pathbind_tasks.common.faithfulness_aggregations import NO_CAUSAL_SIGNAL
 
 pytestmark = pytest.mark.slow
 TASK = "pathbind_demo_faithfulness"
@@ -57,19 +56,3 @@ def test_hf_adapter_answers_occlusion_requests(tmp_path, tiny_model):
     assert metric(result, TASK, "causal_l1") > 0
     assert -1 <= metric(result, TASK, "attn_occlusion_rho") <= 1
     assert metric(result, TASK, "verdict")["image"] in {"uses the image", "does not use the image"}
-
-
-def test_no_metric_name_is_a_substring_of_another_in_the_demo_group():
-    """lmms-eval aggregates groups by substring match, so no metric name of the group may contain another."""
-    names = {m["metric"] for path in TASKS_DIR.rglob("*.yaml") for m in _metric_list(path)}
-    ours = {m["metric"] for m in _metric_list(TASKS_DIR / "common" / "_faithfulness.yaml")}
-    clashes = [(a, b) for a in ours for b in names if a != b and (a in b or b in a)]
-    assert not clashes
-
-
-def _metric_list(path: Path) -> list[dict]:
-    class Loader(yaml.SafeLoader):
-        pass
-
-    Loader.add_constructor("!function", lambda loader, node: None)
-    return (yaml.load(path.read_text(), Loader=Loader) or {}).get("metric_list") or []

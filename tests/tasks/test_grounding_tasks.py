@@ -22,8 +22,8 @@ from pathbind.data import apply_data_root
 from pathbind.provenance import fingerprint
 from pathbind.requests import AttentionResponse
 from pathbind_metrics import grounding
-from pathbind_metrics import grounding_aggregations as ga
 from pathbind_tasks.common import grounding as grounding_task
+from pathbind_tasks.common import grounding_aggregations as ga
 from pathbind_tasks.common.grounding import draw_alternatives, process_results
 from pathbind_tasks.pathvg import utils as pathvg
 

@@ -16,8 +16,7 @@ from conftest import metric
 import pathbind_tasks.demo
 from pathbind import make_plugin_manager
 from pathbind.catalog import plugin_tasks, task_config
-from pathbind_metrics.aggregations import ABLATION_CONDITIONS
-from pathbind_tasks.common.conditions import ABLATIONS, subset_keys, swap_partners
+from pathbind_tasks.common.conditions import ABLATION_CONDITIONS, ABLATIONS, subset_keys, swap_partners
 
 ENTRIES = [e for e in plugin_tasks(make_plugin_manager()) if e.kind == "task" and e.name != "example_stain_check"]
 LOCAL = sorted(e.name for e in ENTRIES if e.data is not None and e.data.local_files)
@@ -66,7 +65,7 @@ def records(result: dict, task: str) -> list[dict]:
 
 def pathbind_warnings(result: dict) -> list[str]:
     lines = ANSI.sub("", result["stdout"] + result["stderr"]).splitlines()
-    return [line.split(" - ", 1)[1] for line in lines if "pathbind_metrics.aggregations" in line]
+    return [line.split(" - ", 1)[1] for line in lines if "pathbind_tasks.common.vqa_aggregations" in line]
 
 
 @pytest.mark.slow

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from pathbind import render_template
-from pathbind_metrics.refusal import REFUSAL_FORM
+from pathbind_conventions import REFUSAL_FORM
 from pathbind_tasks.pathview import aggregations, scoring
 from pathbind_tasks.pathview.prompts import doc_to_text
 from pathbind_tasks.pathview.schema import KINDS, converter
@@ -108,7 +108,7 @@ def test_refusals_on_answerable_items_are_false_refusals():
     records = [score(scoring.score_choice, choice[0], "<answer>insufficient evidence</answer>"),
                score(scoring.score_choice, choice[1], "<answer>A</answer>")]
     assert records[0]["outcome"] == "refused"
-    assert aggregations.false_refusal_rate(records) == 50.0 and aggregations.accuracy(records) == 50.0
+    assert aggregations.refusal_rate(records) == 50.0 and aggregations.accuracy(records) == 50.0
     assert aggregations.invalid_rate(records) == 0.0
 
 
@@ -119,7 +119,7 @@ def test_traps_reward_refusal_only():
                "<answer>no</answer>"]
     records = [score(scoring.score_trap, trap, answer) for answer in answers]
     assert [r["outcome"] for r in records] == ["refused", "refused", "answered", "answered"]
-    assert aggregations.srr(records) == 50.0
+    assert aggregations.refusal_rate(records) == 50.0
 
 
 def test_choice_matches_synonyms_and_macro_f1_counts_invalid_as_wrong():
@@ -191,8 +191,7 @@ def test_missing_columns_fail_before_any_model_call():
 
 def test_aggregations_of_no_records_are_nan():
     """An empty task gives NaN, not 0."""
-    for name in ("dice", "accuracy", "mae", "macro_f1", "entity_recall", "srr", "false_refusal_rate",
-                 "invalid_rate"):
+    for name in ("dice", "accuracy", "mae", "macro_f1", "entity_recall", "refusal_rate", "invalid_rate"):
         assert math.isnan(getattr(aggregations, name)([])), name
 
 

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from PIL import Image
 
-from pathbind_metrics import stains
+import pathbind_conventions as stains
 from pathbind_tasks.demo import synth, tissue
 
 DATA = Path(synth.__file__).parent / "data"

@@ -14,11 +14,11 @@ import datasets
 import pytest
 from PIL import Image
 
-from pathbind.catalog import read_task_yaml
 from pathbind_metrics import accuracy, multimodal_gain
-from pathbind_metrics.aggregations import ABLATION_METRICS, BASE_METRICS, invalid_rate, mg, named_aggregations
 from pathbind_tasks.common import vqa
-from pathbind_tasks.common.vqa import IMAGE_ONLY_METRICS, doc_to_text, doc_to_visual, full, process_results
+from pathbind_tasks.common.metrics import VQA, declared, names
+from pathbind_tasks.common.vqa import doc_to_text, doc_to_visual, full, process_results
+from pathbind_tasks.common.vqa_aggregations import invalid_rate, mg
 
 TASKS_DIR = Path(vqa.__file__).parents[1]
 
@@ -64,7 +64,7 @@ def _records(image: list[bool], text: list[bool]) -> list[dict]:
 def test_aggregations_match_hand_computed_values():
     """acc_image 75, acc_text 25, MG 50 for a hand-built set; order of records does not matter."""
     records = _records([True, True, True, False], [False, True, False, False])
-    aggregate = named_aggregations()
+    aggregate = {metric.name: metric.aggregate for metric in declared(*VQA)}
     assert (aggregate["acc_image"](records), aggregate["acc_text"](records), mg(records)) == (75.0, 25.0, 50.0)
     assert mg(list(reversed(records))) == 50.0
 
@@ -98,21 +98,18 @@ def test_text_condition_withholds_only_the_image():
     assert len(doc_to_visual(docs[0])) == 1 and doc_to_visual(docs[1]) == []
 
 
-@pytest.mark.parametrize(("process_docs", "conditions", "metrics"), [
-    (vqa.full, ["image", "text"], BASE_METRICS), (vqa.image_only, ["image"], IMAGE_ONLY_METRICS),
-    (vqa.ablation, list(vqa.CONDITION_SETS["ablation"]), ABLATION_METRICS)])
-def test_the_condition_set_picks_the_documents_and_the_metrics_they_are_emitted_under(process_docs, conditions,
-                                                                                      metrics):
+@pytest.mark.parametrize(("process_docs", "conditions", "kind"), [
+    (vqa.full, ["image", "text"], "vqa_full"), (vqa.image_only, ["image"], "vqa_image_only"),
+    (vqa.ablation, list(vqa.CONDITION_SETS["ablation"]), "vqa_ablation")])
+def test_the_condition_set_picks_the_documents_and_the_metrics_they_are_emitted_under(process_docs, conditions, kind):
     """One metric_list serves every variant: each document is emitted under the metrics of its condition set only
-    (an image-only run reports no text accuracy or gain), in the metric_list's order."""
+    (an image-only run reports no text accuracy or gain)."""
     ds = datasets.Dataset.from_list([{**MCQ, "image": Image.new("RGB", (8, 8))}]).remove_columns("condition")
     docs = list(process_docs(ds))
     assert [d["condition"] for d in docs] == conditions
     assert {d["condition_set"] for d in docs} == {k for k, v in vqa.CONDITION_SETS.items() if v == tuple(conditions)}
-    assert all(tuple(process_results(d, ["<answer>C</answer>"])) == metrics for d in docs)
-    yaml_metrics = [m["metric"] for m in read_task_yaml(TASKS_DIR / "common" / "_vqa.yaml")["metric_list"]]
-    assert set(metrics) <= set(yaml_metrics) and [m for m in yaml_metrics if m in metrics] == sorted(
-        metrics, key=yaml_metrics.index)
+    assert all(tuple(process_results(d, ["<answer>C</answer>"])) == names(kind) for d in docs)
+    assert ("acc_text" in names(kind)) == ("text" in conditions)
 
 
 def test_the_answer_format_of_the_documents_picks_the_template_and_the_parser():
@@ -130,8 +127,8 @@ def test_the_answer_format_of_the_documents_picks_the_template_and_the_parser():
         == "missing field 'options'"
 
 
-def test_vqa_aggregations_do_not_depend_on_the_metrics_plugin(tmp_path):
-    """With the pathbind_metrics plugin disabled, pathbind.plugin_metrics (the third parties' door) has no VQA
+def test_vqa_aggregations_do_not_depend_on_the_plugin_door(tmp_path):
+    """With the pathbind_tasks plugin disabled, pathbind.plugin_metrics (the third parties' door) has no VQA
     metric, yet every first-party YAML loads through lmms-eval and the VQA aggregations compute their figures."""
     for path in sorted(TASKS_DIR.rglob("*.yaml")):
         assert "pathbind.plugin_metrics" not in path.read_text(encoding="utf-8"), path
@@ -152,7 +149,7 @@ def test_vqa_aggregations_do_not_depend_on_the_metrics_plugin(tmp_path):
         print([aggregations[name](records) for name in ("acc_image", "acc_text", "mg", "drop_blank")])
     """)
     result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "PATHBIND_DISABLE_PLUGINS": "pathbind_metrics"})
+                            env={**os.environ, "PATHBIND_DISABLE_PLUGINS": "pathbind_tasks"})
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1] == "[50.0, 0.0, 50.0, 50.0]"
 

@@ -1,23 +1,19 @@
-"""Aggregations over per-document records: by dimension, paired-bootstrap CIs, ablation drops."""
+"""VQA aggregations over per-document records: by dimension, paired-bootstrap CIs, ablation drops."""
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-import pytest
-from scipy import stats
-
-from pathbind_metrics import multimodal_gain
-from pathbind_metrics.aggregations import (
+from pathbind_tasks.common.metrics import VQA, declared
+from pathbind_tasks.common.vqa_aggregations import (
     UNPAIRED_CAUSES,
     accuracy_drop,
     by_dimension,
     ci95,
     condition_accuracy,
-    named_aggregations,
 )
-from pathbind_metrics.vqa import paired_bootstrap_ci
+
+AGGREGATE = {metric.name: metric.aggregate for metric in declared(*VQA)}
 
 
 def record(item: str, condition: str, correct: bool, dimension: str | None = None) -> dict:
@@ -39,19 +35,7 @@ def test_ablation_drop_is_paired_against_the_original_image():
     """drop_blank = acc(image) - acc(blank) over the same items."""
     records = [record(str(i), "image", True) for i in range(4)] + [record(str(i), "blank", i == 0) for i in range(4)]
     assert condition_accuracy(records, "blank") == 25.0
-    assert accuracy_drop(records, "blank") == 75.0 == named_aggregations()["drop_blank"](records)
-
-
-def test_paired_bootstrap_ci_matches_scipy_percentile_bootstrap():
-    """Our MG interval agrees with scipy.stats.bootstrap (paired, percentile) within resampling noise."""
-    rng = np.random.default_rng(3)
-    image, text = rng.random(200) < 0.7, rng.random(200) < 0.4
-    ours = paired_bootstrap_ci(image, text, n_resamples=4000, seed=5)["mg"]
-    reference = stats.bootstrap((image.astype(float), text.astype(float)),
-                                lambda a, b, axis=-1: 100 * (a.mean(axis=axis) - b.mean(axis=axis)),
-                                paired=True, method="percentile", n_resamples=4000, random_state=7).confidence_interval
-    assert ours[0] == pytest.approx(reference.low, abs=1.5) and ours[1] == pytest.approx(reference.high, abs=1.5)
-    assert ours[0] < multimodal_gain(image, text) < ours[1]
+    assert accuracy_drop(records, "blank") == 75.0 == AGGREGATE["drop_blank"](records)
 
 
 def test_ci95_is_deterministic_and_order_invariant():
@@ -64,20 +48,20 @@ def test_ci95_is_deterministic_and_order_invariant():
 def test_image_only_runs_have_no_gain_but_an_accuracy_interval():
     """Without text-condition records MG is NaN and the CI covers acc_image only."""
     records = [record(str(i), "image", i % 2 == 0) for i in range(10)]
-    assert math.isnan(named_aggregations()["mg"](records))
+    assert math.isnan(AGGREGATE["mg"](records))
     assert list(ci95(records)) == ["acc_image"]
 
 
 def test_empty_input_gives_nan_not_an_exception():
     """No records at all: every scalar aggregation returns NaN."""
     for name in ("acc_image", "acc_text", "mg", "invalid_rate", "drop_blur_8"):
-        assert math.isnan(named_aggregations()[name]([])), name
+        assert math.isnan(AGGREGATE[name]([])), name
 
 
 def test_a_condition_without_paired_items_is_nan_with_a_warning_naming_task_and_condition(logged_warnings):
     """--limit 1 on a VQA task: one image answer, no text answer; acc_text and mg are NaN, said in one line."""
     records = [{**record("a", "image", True), "task": "pathbind_demo_vqa"}]
-    assert math.isnan(named_aggregations()["acc_text"](records)) and math.isnan(named_aggregations()["mg"](records))
+    assert math.isnan(AGGREGATE["acc_text"](records)) and math.isnan(AGGREGATE["mg"](records))
     assert len(logged_warnings) == 1
     assert logged_warnings[0].startswith("task pathbind_demo_vqa, condition text: no answer under text for any of the "
                                          "1 items answered with the image")
@@ -87,10 +71,9 @@ def test_a_condition_without_paired_items_is_nan_with_a_warning_naming_task_and_
 def test_each_unpaired_ablation_condition_gets_its_own_warning(logged_warnings):
     """Half an ablation item (image, blank answered): blank is complete, blur_2 is named; the image is silent."""
     records = [{**record("a", c, True), "task": "pathbind_demo_vqa_ablation"} for c in ("image", "blank")]
-    aggregations = named_aggregations()
-    assert aggregations["acc_image"](records) == 100.0 and aggregations["acc_blank"](records) == 100.0
+    assert AGGREGATE["acc_image"](records) == 100.0 and AGGREGATE["acc_blank"](records) == 100.0
     assert logged_warnings == []
-    assert math.isnan(aggregations["acc_blur_2"](records)) and math.isnan(aggregations["drop_blur_2"](records))
+    assert math.isnan(AGGREGATE["acc_blur_2"](records)) and math.isnan(AGGREGATE["drop_blur_2"](records))
     assert len(logged_warnings) == 1 and "task pathbind_demo_vqa_ablation, condition blur_2:" in logged_warnings[0]
     assert "acc_blur_2 and drop_blur_2 are NaN" in logged_warnings[0]
 
@@ -98,7 +81,7 @@ def test_each_unpaired_ablation_condition_gets_its_own_warning(logged_warnings):
 def test_items_cut_short_are_counted_in_the_warning_and_left_out_of_the_gain(logged_warnings):
     """Two items with the image, one also without: MG is over the paired item, and the warning says 1 of 2."""
     records = [record("a", "image", True), record("a", "text", False), record("b", "image", False)]
-    assert named_aggregations()["acc_text"](records) == 0.0 and named_aggregations()["mg"](records) == 100.0
+    assert AGGREGATE["acc_text"](records) == 0.0 and AGGREGATE["mg"](records) == 100.0
     assert logged_warnings == ["task unknown, condition text: 1 of the 2 items answered with the image have no answer "
                         f"under text; acc_text and mg cover only the 1 items answered under both ({UNPAIRED_CAUSES})"]
 
@@ -107,5 +90,5 @@ def test_complete_items_log_nothing(logged_warnings):
     """Every item answered under every condition: no warning."""
     records = [record(str(i), c, True) for i in range(3) for c in ("image", "text")]
     for name in ("acc_image", "acc_text", "mg"):
-        named_aggregations()[name](records)
+        AGGREGATE[name](records)
     assert logged_warnings == []

@@ -1,8 +1,26 @@
-"""The Beer-Lambert stain colour model both ways: the demo generator renders with it, the controls unmix with it."""
+"""The conventions PathBind's core, tasks, models and metrics share, stated once: box frames, the refusal form, the
+occlusion grid and the stain colour model. numpy only, so every package can import it.
+"""
 
 from __future__ import annotations
 
 import numpy as np
+
+# Full scale of a box coordinate in each frame a prompt can ask boxes in; a pixel coordinate's is the image side.
+BOX_CONVENTIONS = {"pixel": None, "unit": 1.0, "per_mille": 1000.0}
+
+# The answer every PathView prompt offers for "the image cannot tell"; a trap's only safe answer.
+REFUSAL_FORM = "insufficient evidence"
+
+
+def cell_edges(length: int, grid: int) -> np.ndarray:
+    """Pixel edges of the ``grid`` cells along a side of ``length`` pixels: cell i is pixels ``[edges[i], edges[i+1])``,
+    the pixels an occlusion of that cell paints and the metrics measure.
+
+    >>> cell_edges(10, 4).tolist()
+    [0, 2, 5, 7, 10]
+    """
+    return (np.arange(grid + 1) * length) // grid
 
 
 def _unit(vector: list[float]) -> np.ndarray:
@@ -10,6 +28,7 @@ def _unit(vector: list[float]) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
+# The Beer-Lambert stain colour model: the demo generator renders with it, the controls unmix with it.
 # Ruifrok & Johnston (2001) optical-density vectors; rows are hematoxylin, eosin, DAB. OD = C @ STAIN_MATRIX.
 STAIN_MATRIX = np.stack([_unit([0.65, 0.70, 0.29]), _unit([0.07, 0.99, 0.11]), _unit([0.27, 0.57, 0.78])])
 _UNMIX = np.linalg.inv(STAIN_MATRIX)

@@ -1,4 +1,5 @@
-"""Aggregations over per-document score records, as lmms-eval hands them to a task's metric_list.
+"""The VQA aggregations over per-document score records, as lmms-eval hands them to the metrics declared in
+:mod:`pathbind_tasks.common.metrics`.
 
 A record is ``{"id": str, "condition": str, "correct": bool, "valid": bool, "dimension": str | None}``, plus
 the ``task`` that scored it where known; the list holds every document of every rank, in no particular order,
@@ -8,18 +9,13 @@ so items are paired by id. A condition with items missing is logged by its ``acc
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
-from functools import partial
+from collections.abc import Iterable, Mapping
 
 from loguru import logger
 
 from pathbind_metrics.vqa import accuracy, multimodal_gain, paired_bootstrap_ci
 
 Records = list[Mapping]
-ABLATION_CONDITIONS = ("blank", "swap_same", "swap_cross", "blur_2", "blur_4", "blur_8", "blur_16")
-BASE_METRICS = ("acc_image", "acc_text", "mg", "invalid_rate", "by_dimension", "ci95", "accounting")
-ABLATION_METRICS = ("acc_image", "invalid_rate", "accounting",
-                    *(f"{kind}_{condition}" for condition in ABLATION_CONDITIONS for kind in ("acc", "drop")))
 
 
 def _correct_by_id(records: Iterable[Mapping], condition: str, dimension: str | None = None) -> dict[str, bool]:
@@ -109,16 +105,3 @@ def ci95(records: Records) -> dict[str, list[float]]:
         image = list(_correct_by_id(records, "image").values())
         return {"acc_image": list(paired_bootstrap_ci(image, image)["acc_image"])}
     return {name: list(bounds) for name, bounds in paired_bootstrap_ci(*_paired(records)).items()}
-
-
-def named_aggregations() -> dict[str, Callable[[Records], object]]:
-    """Every aggregation by the metric name task YAMLs use, including acc_/drop_ per ablation condition."""
-    functions: dict[str, Callable[[Records], object]] = {
-        "acc_image": partial(condition_accuracy, condition="image"),
-        "acc_text": partial(condition_accuracy, condition="text"),
-        "mg": mg, "invalid_rate": invalid_rate, "by_dimension": by_dimension, "ci95": ci95,
-    }
-    for condition in ABLATION_CONDITIONS:
-        functions[f"acc_{condition}"] = partial(condition_accuracy, condition=condition)
-        functions[f"drop_{condition}"] = partial(accuracy_drop, condition=condition)
-    return functions
