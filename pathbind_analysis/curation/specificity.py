@@ -12,7 +12,6 @@ from pathbind.summary import read_accounting
 from pathbind_analysis.curation.errors import CurationInputError
 from pathbind_analysis.curation.logs import read_logs
 from pathbind_metrics.parsing import SPECIFICITY_LABELS
-from pathbind_tasks.common.accounting import NOT_EVALUATED
 
 RECORD_KEYS = frozenset({"id", "split", "judgement", "reason"})  # what pathbind_pathvg_specificity logs per item
 TASK = "pathbind_pathvg_specificity"
@@ -89,6 +88,8 @@ def _add(judge: Judge, record: dict[str, Any], where: str, seen_at: dict[str, st
 def _items_in_data(log: Path) -> int | None:
     """How many items the task's data gave (kept by its ``process_docs``, whatever the ``--limit``): from the
     ``accounting`` of the results file lmms-eval wrote beside the log in the same run; None without one."""
+    from pathbind_tasks.common.accounting import NOT_EVALUATED  # here: it loads datasets, which `--help` must not
+
     stamp, _, task = log.name.removesuffix(".gz").removesuffix(".jsonl").partition("_samples_")
     results = log.parent / f"{stamp}_results.json"
     try:
