@@ -16,7 +16,7 @@ DEPS_STAMP := $(VENV)/.deps-$(shell cat pyproject.toml Makefile | sha256sum | cu
 TEST_WORKERS ?= auto
 PYTEST := $(OFFLINE) $(BIN)/pytest --numprocesses $(TEST_WORKERS) --maxprocesses 4 --dist worksteal --durations 15
 
-.PHONY: demo test test-fast compat install lint clean
+.PHONY: demo test test-fast compat compat-transformers install lint clean
 
 $(DEPS_STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -67,5 +67,25 @@ compat: install
 	cd / && PYTHONPATH=$(LMMS_EVAL_PATH) $(BIN)/python -c "import lmms_eval; assert lmms_eval.__file__.startswith('$(LMMS_EVAL_PATH)/'), lmms_eval.__file__; print('lmms-eval under test:', lmms_eval.__file__)"
 	PYTHONPATH=$(LMMS_EVAL_PATH) $(PYTEST) $(COMPAT_TESTS)
 
+# The model tests (every family's tiny checkpoint, the probe, sharded loading, the packaged tiny models end to end)
+# against the oldest transformers release pyproject.toml declares, in a venv of its own: make compat-transformers
+TRANSFORMERS_FLOOR := $(shell sed -n 's/^ *"transformers>=\([0-9.]*\),.*/\1/p' pyproject.toml)
+FLOOR_VENV ?= .venv-transformers-$(TRANSFORMERS_FLOOR)
+FLOOR_BIN := $(abspath $(FLOOR_VENV))/bin
+MODEL_TESTS := tests/models tests/analysis/test_embed.py tests/core/test_lmms_wrappers.py \
+	tests/core/test_capabilities.py tests/tasks/test_faithfulness_e2e.py
+compat-transformers:
+	@test -n "$(TRANSFORMERS_FLOOR)" || { echo "no transformers>=X lower bound found in pyproject.toml"; exit 2; }
+	test -x $(FLOOR_BIN)/python || $(PYTHON) -m venv $(FLOOR_VENV)
+	$(FLOOR_BIN)/python -m pip --disable-pip-version-check install --quiet --upgrade pip setuptools
+	$(FLOOR_BIN)/python -m pip --disable-pip-version-check install --quiet torch==2.14.1 torchvision==0.29.1
+	@# One resolve with the floor pinned: tokenizers and huggingface-hub come in the releases it accepts.
+	$(FLOOR_BIN)/python -m pip --disable-pip-version-check install --quiet '.[test]' \
+		./examples/pathbind-example-plugin 'transformers==$(TRANSFORMERS_FLOOR)'
+	cd / && $(FLOOR_BIN)/python -c "import transformers as t; from packaging.version import Version as V; \
+		assert V(t.__version__) == V('$(TRANSFORMERS_FLOOR)'), t.__version__; print('transformers', t.__version__)"
+	$(OFFLINE) $(FLOOR_BIN)/pytest --numprocesses $(TEST_WORKERS) --maxprocesses 4 --dist worksteal --durations 15 \
+		$(MODEL_TESTS) $(PYTEST_ARGS)
+
 clean:
-	rm -rf $(VENV) out build *.egg-info
+	rm -rf $(VENV) .venv-transformers-* out build *.egg-info

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from pathbind.data_check import SourceReport
 
 HF_LIBRARIES = ("transformers", "accelerate")  # pathbind_hf imports both
+# Below its declared lower bound, pathbind_hf refuses to load a model (pathbind_models.hf.check_transformers).
+ENFORCED_FLOORS = ("transformers",)
 
 
 @dataclass(frozen=True)
@@ -79,11 +81,19 @@ def _hf_libraries() -> list[Check]:
         except PackageNotFoundError:
             checks.append(Check(name, "FAIL", f"not installed: pip install '{name}{spec or ''}'"))
             continue
-        if spec is not None and not spec.contains(installed, prereleases=True):
+        if spec is not None and name in ENFORCED_FLOORS and _below_floor(spec, installed):
+            checks.append(Check(name, "FAIL", f"{installed} is older than the oldest release PathBind works with; "
+                                              f"pathbind_hf refuses it: pip install '{name}{spec}'"))
+        elif spec is not None and not spec.contains(installed, prereleases=True):
             checks.append(Check(name, "WARN", f"{installed}; PathBind is tested with {name}{spec}"))
         else:
             checks.append(Check(name, "OK", installed))
     return checks
+
+
+def _below_floor(spec: SpecifierSet, installed: str) -> bool:
+    """Whether ``installed`` fails one of the lower bounds (``>=``, ``>``) of ``spec``."""
+    return any(s.operator in (">=", ">") and not s.contains(installed, prereleases=True) for s in spec)
 
 
 def _declared_ranges() -> dict[str, SpecifierSet]:

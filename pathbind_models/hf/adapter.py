@@ -12,7 +12,7 @@ import torch
 from PIL import Image
 
 from pathbind_models.adapter import EntityAttention, layer_indices
-from pathbind_models.hf import frames, loading, prefix, probe
+from pathbind_models.hf import check_transformers, frames, loading, prefix, probe
 from pathbind_models.hf.families import family_of
 from pathbind_models.hf.families.base import ModelFamily
 from pathbind_models.hf.geometry import view_box
@@ -43,6 +43,7 @@ class HFAdapter:
                  occlusion_batch: int | None = None, **processor_options: Any) -> None:
         from transformers import AutoConfig, AutoModelForImageTextToText
 
+        check_transformers()
         if dtype != "auto" and not isinstance(getattr(torch, dtype, None), torch.dtype):
             raise ValueError(f"dtype {dtype!r} is not a torch dtype (float32, bfloat16, float16) or 'auto'")
         family = family_of(AutoConfig.from_pretrained(pretrained), pretrained)  # before any weights are read
@@ -62,6 +63,7 @@ class HFAdapter:
         """An adapter around an already-built model and its processor (e.g. random weights made on the device by
         ``from_config``); ``name`` stands for the checkpoint in messages. The model is switched to the probe
         attention, whose outputs are SDPA's."""
+        check_transformers()
         model.set_attn_implementation(probe.register())
         adapter = cls.__new__(cls)
         adapter._setup(model, processor, name, family_of(model.config, name), {}, None, max_new_tokens, thinking,

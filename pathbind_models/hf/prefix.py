@@ -16,8 +16,9 @@ only the window's last keys: the keys it dropped are outside every suffix token'
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from transformers import DynamicCache
@@ -50,13 +51,14 @@ def suffix_attention(model: PreTrainedModel, prefixes: list[dict[str, torch.Tens
     batch = stack_prefixes(prefixes, pad_id)
     positions = prefix_positions(model, batch)
     cache = DynamicCache(config=model.config)
+    passed = {_cache_keyword(model): cache, "use_cache": True, "logits_to_keep": 1}
     with torch.inference_mode():
-        model(**batch, position_ids=positions, cache=cache, use_cache=True, logits_to_keep=1)
+        model(**batch, position_ids=positions, **passed)
         owner = torch.tensor([s.prefix for s in suffixes], device=batch["input_ids"].device)
         cache.reorder_cache(cast(torch.LongTensor, owner))  # one copy of its prefix's cache per suffix
         suffix_batch, recorded = _suffix_batch(suffixes, batch["attention_mask"][owner], positions, owner, pad_id)
         with probe.recording(recorded, layers) as record:
-            model(**suffix_batch, cache=cache, use_cache=True, logits_to_keep=1)
+            model(**suffix_batch, **passed)
     total = suffix_batch["attention_mask"].shape[1]  # padded prefix + padded suffix columns
     width = batch["input_ids"].shape[1]
     picked = torch.tensor(recorded)
@@ -72,6 +74,12 @@ def suffix_attention(model: PreTrainedModel, prefixes: list[dict[str, torch.Tens
             by_layer[layer] = torch.nn.functional.pad(kept, (max(-start, 0), 0))
         out.append(by_layer)
     return out
+
+
+def _cache_keyword(model: Any) -> str:
+    """The forward's name for the key/value cache: ``cache`` from transformers 5.24, ``past_key_values`` before. A name
+    the forward does not know would vanish into its ``**kwargs``, and the suffixes would run without their prefix."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 def stack_prefixes(prefixes: list[dict[str, torch.Tensor]], pad_id: int) -> dict[str, torch.Tensor]:

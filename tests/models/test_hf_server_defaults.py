@@ -16,8 +16,9 @@ from conftest import lmms_eval
 from packaging.requirements import Requirement
 from PIL import Image
 
+from pathbind import doctor
 from pathbind.doctor import HF_LIBRARIES, _hf_libraries
-from pathbind_models.hf import loading
+from pathbind_models.hf import TRANSFORMERS_FLOOR, check_transformers, loading
 from pathbind_models.hf.adapter import HFAdapter
 from pathbind_models.hf.model import HFModel
 
@@ -166,6 +167,35 @@ def test_doctor_reports_the_tested_transformers_and_accelerate():
     checks = {c.name: c for c in _hf_libraries()}
     assert {name: (checks[name].status, checks[name].detail) for name in HF_LIBRARIES} == {
         name: ("OK", version(name)) for name in HF_LIBRARIES}
+
+
+def test_the_declared_transformers_floor_is_the_one_pathbind_hf_enforces():
+    """pyproject.toml's lower bound is TRANSFORMERS_FLOOR; an older release is refused with what to install, before
+    any checkpoint is read."""
+    declared = [Requirement(line) for line in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+                ["dependencies"]]
+    transformers = next(r for r in declared if r.name == "transformers")
+    assert {(s.operator, s.version) for s in transformers.specifier} == {(">=", TRANSFORMERS_FLOOR), ("<", "6")}
+    check_transformers(TRANSFORMERS_FLOOR)
+    below = "5.17.0"
+    message = f"pathbind_hf needs transformers>={TRANSFORMERS_FLOOR}, found {below}: pip install " \
+              f"'transformers>={TRANSFORMERS_FLOOR},<6'"
+    with pytest.raises(RuntimeError) as raised:
+        check_transformers(below)
+    assert str(raised.value) == message
+
+
+def test_doctor_fails_a_transformers_below_the_floor_and_warns_above_the_range(monkeypatch):
+    """Below the floor pathbind_hf refuses to run (FAIL); a release past the tested range may work (WARN)."""
+    for installed, status in (("5.17.0", "FAIL"), ("6.0.0", "WARN")):
+        monkeypatch.setattr(doctor, "version", lambda name, installed=installed: installed if name == "transformers"
+                            else version(name))
+        check = next(c for c in _hf_libraries() if c.name == "transformers")
+        assert check.status == status, check
+        assert check.detail == {
+            "FAIL": f"5.17.0 is older than the oldest release PathBind works with; pathbind_hf refuses it: "
+                    f"pip install 'transformers<6,>={TRANSFORMERS_FLOOR}'",
+            "WARN": f"6.0.0; PathBind is tested with transformers<6,>={TRANSFORMERS_FLOOR}"}[status]
 
 
 def test_settings_record_what_the_run_used(qwen_bf16):
