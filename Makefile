@@ -55,7 +55,7 @@ test: lint
 test-fast: install
 	$(PYTEST) -m "not slow or smoke" $(PYTEST_ARGS)
 
-# The bridge's tests and the demo end to end against the installed lmms-eval release, then against a checkout of
+# The seam's tests and the demo end to end against the installed lmms-eval release, then against a checkout of
 # lmms-eval's main branch put first on the path (git clone https://github.com/EvolvingLMMs-Lab/lmms-eval):
 #   make compat LMMS_EVAL_SRC=../lmms-eval
 COMPAT_TESTS := tests/core/test_seam.py tests/core/test_lmms_integration.py tests/tasks/test_demo_e2e.py \

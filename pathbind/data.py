@@ -140,7 +140,7 @@ def _local_location(config: dict[str, Any], folder: Path) -> dict[str, Any]:
 
 def _require_rows(path: Path, config: dict[str, Any], split: str) -> None:
     """An empty or unreadable parquet file is an error naming it (datasets' loader fails without naming it)."""
-    import pyarrow.parquet as pq  # here: the bridge imports this module at lmms-eval's start
+    import pyarrow.parquet as pq  # here: the seam imports this module at lmms-eval's start
 
     if path.suffix != ".parquet" or not path.is_file():
         return

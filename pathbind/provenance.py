@@ -90,7 +90,7 @@ def _splits(name: str, task: Any) -> tuple[dict[str, int], list[str]]:
 
 
 def _data_folder(config: Any) -> Path | None:
-    """``$PATHBIND_DATA/<name>/`` when the task's data name has one (the bridge then read the task from it)."""
+    """``$PATHBIND_DATA/<name>/`` when the task's data name has one (the seam then read the task from it)."""
     metadata = config.metadata if isinstance(config.metadata, Mapping) else {}
     return override_dir(data_name({"task": config.task, "metadata": metadata}))
 

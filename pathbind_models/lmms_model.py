@@ -88,7 +88,7 @@ class AdapterModel(lmms):
 
     def cache_units(self, reqtype: str, requests: list[Instance]) -> list[tuple[int, int]]:
         """The ``(start, stop)`` runs of requests answered together, in order, after each of which ``--use_cache``
-        stores the answers (``pathbind_models.cache``): up to ``batch_size`` ordinary prompts in a row, or up to
+        stores the answers (``pathbind.lmms.cache``): up to ``batch_size`` ordinary prompts in a row, or up to
         ``batch_size`` attention requests in a row; every other encoded request alone; loglikelihood requests one
         by one. Answers never depend on how the requests were split into calls, since every call splits them the
         same way."""

@@ -57,7 +57,7 @@ def pm():
 
 @pytest.fixture(scope="session")
 def task_manager():
-    """lmms-eval's TaskManager built the way its CLI builds it, after the bridge ran."""
+    """lmms-eval's TaskManager built the way its CLI builds it, after the seam ran."""
     from lmms_eval.models import MODEL_REGISTRY_V2  # noqa: F401 - importing runs the model entry points
     from lmms_eval.tasks import TaskManager
 

@@ -195,7 +195,8 @@ def _as_variant(entry: dict, config: dict) -> dict:
 
 
 def _in_task(config: dict, name: str, process_docs: type[_RecordingRows]) -> dict:
-    """``config`` whose ``process_docs`` and ``process_results`` run with their task set (pathbind.task_context)."""
+    """``config`` whose ``process_docs``, ``process_results`` and aggregations run with their task set
+    (:mod:`pathbind.lmms.running`)."""
     task = RunningTask(name, (config.get("dataset_kwargs") or {}).get("data_files"), config.get("dataset_path"))
     config = dict(config)
     if callable(config.get("process_docs")):

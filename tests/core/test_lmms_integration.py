@@ -40,7 +40,7 @@ def test_the_install_declares_the_torch_autoload_entry_point():
 
 @pytest.mark.parametrize("first", ["", "import torch", "import lmms_eval.models", "import lmms_eval.evaluator"])
 def test_plugin_tasks_are_indexed_whatever_lmms_eval_imports_first(tmp_path, first):
-    """A TaskManager built straight from lmms_eval.tasks (torch's autoload runs the bridge), or after the model
+    """A TaskManager built straight from lmms_eval.tasks (torch's autoload runs the seam), or after the model
     entry point ran, indexes the plugin tasks; include_defaults=False leaves lmms-eval's own out."""
     found = python(tmp_path, first + "\n" + INDEX_PLUGIN_TASKS)
     assert found["plugin"] == str(DEMO / "pathbind_demo_vqa.yaml") and not found["builtin"]

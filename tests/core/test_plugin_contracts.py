@@ -84,7 +84,7 @@ def test_each_malformed_entry_is_skipped_with_a_reason_naming_the_plugin(malform
 
 
 def test_failures_are_recorded_once_however_often_a_hook_is_called(malformed):
-    """The bridge calls pathbind_task_dirs for every task config: the problem is logged and recorded once."""
+    """The seam calls pathbind_task_dirs for every task config: the problem is logged and recorded once."""
     pm, _ = malformed
     for _ in range(3):
         pm.task_dirs()

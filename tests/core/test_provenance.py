@@ -66,7 +66,7 @@ def data_copy(tmp_path, monkeypatch):
 
 
 def load(task_manager, name: str):
-    """The task as lmms-eval builds it in this process (the bridge applies the overrides and counts rows)."""
+    """The task as lmms-eval builds it in this process (the seam applies the overrides and counts rows)."""
     return task_manager.load_task_or_group([name])[name]
 
 

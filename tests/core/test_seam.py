@@ -1,4 +1,4 @@
-"""The lmms-eval bridge: models and tasks of every plugin inside lmms-eval's own registries, and the behaviour of
+"""The lmms-eval seam: models and tasks of every plugin inside lmms-eval's own registries, and the behaviour of
 each lmms-eval function it wraps (the fresh-process import orders and the CLI runs are in test_lmms_integration)."""
 
 from __future__ import annotations
@@ -369,7 +369,7 @@ def test_the_cli_table_hook_prints_scalars_and_the_note_only_for_pathbind_runs()
 
 @pytest.mark.parametrize("error", [RuntimeError("boom"), SystemExit(3)])
 def test_the_entry_points_never_raise(monkeypatch, error):
-    """A failure inside the bridge is logged and yields an empty list: lmms-eval would drop all models otherwise,
+    """A failure inside the seam is logged and yields an empty list: lmms-eval would drop all models otherwise,
     and torch would fail its own import."""
     def explode(*args):
         raise error
@@ -381,9 +381,9 @@ def test_the_entry_points_never_raise(monkeypatch, error):
     assert pathbind_autoload.start() is None
 
 
-def test_the_bridge_hands_each_task_function_its_task_in_the_calling_thread():
+def test_the_seam_hands_each_task_function_its_task_in_the_calling_thread():
     """process_results runs in lmms-eval's worker threads: the record names the task there, from the task the
-    bridge handed over (no call-stack walking), and nothing leaks to a call outside the task."""
+    seam handed over (no call-stack walking), and nothing leaks to a call outside the task."""
     from concurrent.futures import ThreadPoolExecutor
 
     from pathbind_tasks.common.vqa import process_results
