@@ -68,12 +68,12 @@ class InTask:
     text is the wrapped one's, which lmms-eval writes into the results' ``configs``."""
 
     def __init__(self, function: Callable[..., Any], task: RunningTask) -> None:
-        self.function, self.task = function, task
-        self.__wrapped__ = function  # inspect.signature reads the function's parameters (lmms-eval looks for "args")
+        # __wrapped__: inspect.signature reads the function's parameters (lmms-eval looks for "args").
+        self.__wrapped__, self.task = function, task
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         with running(self.task):
-            return self.function(*args, **kwargs)
+            return self.__wrapped__(*args, **kwargs)
 
     def __repr__(self) -> str:
-        return repr(self.function)
+        return repr(self.__wrapped__)
