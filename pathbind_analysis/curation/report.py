@@ -78,6 +78,9 @@ def specificity_markdown(report: dict[str, Any]) -> str:
     if report["not_in_any_log"]:
         missing = ", ".join(f"{split} {n:,}" for split, n in report["not_in_any_log"].items())
         lines.append(f"- Rows of the data in no judge's log (run without --limit to judge them): {missing}.")
+    if report["data_items_unknown"]:
+        lines.append(f"- Rows of the data in no judge's log: unknown for {', '.join(report['data_items_unknown'])} "
+                     "(no results.json of the run beside its logs; pass the run folders, not copies of the logs).")
     skipped = sum(len(judge["skipped_files"]) for judge in report["judges"])
     if skipped:
         lines.append(f"- Skipped log files found in folders: {skipped} (not a specificity log; listed under "

@@ -119,6 +119,8 @@ def consensus(judges: list[Judge]) -> tuple[list[dict[str, Any]], dict[str, Any]
         "flow": flow,
         "not_in_any_log": {split: n - flow[split]["candidates"] for split, n in data_rows.items()
                            if n > flow[split]["candidates"]},
+        # no results.json of the run beside any judge's log: what the data gave, and so what no judge saw, is unknown
+        "data_items_unknown": [split for split in splits if split not in data_rows],
         "excluded": [{"id": r["id"], "split": r["split"], "reason": r["reason"]}
                      for r in rows if r["decision"] == "excluded"],
     }

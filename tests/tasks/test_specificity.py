@@ -308,3 +308,13 @@ def test_an_item_judged_twice_or_on_other_data_is_an_error(tmp_path: Path) -> No
     assert "item 'testA-0' is {'split': 'testA', 'expression': 'expression testA-0'} in the logs of 'a' but" in (
         mixed.stderr)
     assert twice.returncode != 0 and mixed.returncode != 0
+
+
+def test_without_the_runs_results_the_rows_in_no_log_are_unknown_not_zero(tmp_path: Path) -> None:
+    """A log copied away from its run's results.json: how many items the data gave is unknown, and said so."""
+    log = write_judge_log(tmp_path / "j1" / f"x_samples_{TESTA}.jsonl", {"testA-0": SPECIFIC, "testA-1": VAGUE})
+    done = pathbind(tmp_path, "filter", "--specificity", f"j1={log}", "--out", "out")
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "out" / "filter_report.json").read_text())
+    assert report["not_in_any_log"] == {} and report["data_items_unknown"] == ["testA"]
+    assert "Rows of the data in no judge's log: unknown for testA" in done.stdout
