@@ -13,20 +13,29 @@ from pathbind.lmms_output import task_data, task_results, task_samples
 from pathbind.provenance import data_differences
 from pathbind.table import format_table
 
+DEFAULT_VQA, DEFAULT_GROUNDING = "pathbind_vqa", "pathbind_grounding_testa"
+
 
 def add_pairs_command(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "pairs", help="ΔMG, ΔIoU, ΔRecall of (general, pathology-tuned) model pairs from lmms-eval output folders",
-        description="For each GENERAL:TUNED pair of lmms-eval --output_path folders (run with --log_samples), "
-                    "the tuned model's change in multimodal gain, attention IoU and attention recall over the "
-                    "items both answered, with paired-bootstrap 95%% CIs; then Kendall's tau between the model "
-                    "rankings by IoU at q=0.2 and by IoU at the other thresholds and by pixel-AP.")
+        "pairs", help="ΔAcc, ΔMG, ΔIoU, ΔRecall of (general, pathology-tuned) model pairs, with clustered paired tests",
+        description="For each GENERAL:TUNED pair of lmms-eval --output_path folders (run with --log_samples), the "
+                    "tuned model's change in accuracy with the image (ΔAcc) and in multimodal gain (ΔMG) on each VQA "
+                    "task, and in attention IoU and recall on each grounding task, over the items both evaluated: "
+                    "a 95% interval and a two-sided paired sign-flip test that resample the task's clusters (by "
+                    "default images, whose questions are not independent), with p-values Holm-adjusted across the "
+                    "tasks and measures of the pair. Runs that evaluated different items or data are refused. Then "
+                    "Kendall's tau between the model rankings by IoU at q=0.2 and by IoU at the other thresholds "
+                    "and by pixel-AP.")
     parser.add_argument("pairs", nargs="+", metavar="GENERAL:TUNED", help="two output folders joined by ':'")
-    parser.add_argument("--vqa-task", default="pathbind_vqa", help="task giving MG (default pathbind_vqa)")
-    parser.add_argument("--grounding-task", default="pathbind_grounding_testa",
-                        help="task giving IoU and recall (default pathbind_grounding_testa)")
+    parser.add_argument("--vqa-task", action="append", metavar="TASK",
+                        help=f"a VQA task giving ΔAcc and ΔMG; repeat for several (default {DEFAULT_VQA})")
+    parser.add_argument("--grounding-task", action="append", metavar="TASK",
+                        help="a grounding task giving ΔIoU and ΔRecall; repeat for several "
+                             f"(default {DEFAULT_GROUNDING})")
     parser.add_argument("--n-resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    parser.add_argument("--n-permutations", type=int, default=10000, help="sign-flip permutations (default 10000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of resamples and permutations (default 0)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(func=run)
 
@@ -35,21 +44,33 @@ def run(args: argparse.Namespace) -> int:
     from pathbind_tasks.common.grounding_aggregations import Q_DEFAULT  # scipy: loaded when the command runs
 
     try:
+        if min(args.n_resamples, args.n_permutations) < 1:
+            raise ValueError("--n-resamples and --n-permutations must be at least 1")
         pairs = [_split_pair(text) for text in args.pairs]
-        rows = [_compare(general, tuned, args) for general, tuned in pairs]
+        tasks = {"vqa": args.vqa_task or [DEFAULT_VQA], "grounding": args.grounding_task or [DEFAULT_GROUNDING]}
+        rows = [row for general, tuned in pairs for row in compare(general, tuned, tasks, _options(args))]
         runs = list(dict.fromkeys(path for pair in pairs for path in pair))
-        agreement = _rankings(runs, args.grounding_task)
+        agreement = {}
+        for task in tasks["grounding"]:
+            agreement.update(_rankings(runs, task))
     except ValueError as exc:
         print(f"pathbind pairs: error: {exc}", file=sys.stderr)
         return 1
+    if not any(row["n"] for row in rows):
+        print("pathbind pairs: error: no item was evaluated by both models of any pair", file=sys.stderr)
+        return 1
     if args.json:
-        print(json.dumps({"pairs": rows, "kendall_tau_vs_iou_q0.2": agreement}, indent=2))
+        print(json.dumps(_strict({"pairs": rows, "kendall_tau_vs_iou_q0.2": agreement}), indent=2, allow_nan=False))
         return 0
     print(format_table([_display(row) for row in rows]))
     if agreement:
         print(f"\nKendall's tau vs the ranking by IoU at q={Q_DEFAULT} ({len(runs)} models):")
         print(format_table([{"ranking": name, "tau": tau} for name, tau in agreement.items()]))
     return 0
+
+
+def _options(args: argparse.Namespace) -> dict[str, int]:
+    return {"n_resamples": args.n_resamples, "n_permutations": args.n_permutations, "seed": args.seed}
 
 
 def _split_pair(text: str) -> tuple[Path, Path]:
@@ -62,23 +83,64 @@ def _split_pair(text: str) -> tuple[Path, Path]:
     return Path(general), Path(tuned)
 
 
-def _compare(general: Path, tuned: Path, args: argparse.Namespace) -> dict[str, Any]:
-    from pathbind_metrics.pairs import delta_mean, delta_mg
+def compare(general: Path, tuned: Path, tasks: dict[str, list[str]], options: dict[str, int]) -> list[dict[str, Any]]:
+    """One row per task and measure: the tuned model's paired change over the general model's, Holm-adjusted
+    across the rows of the pair. ValueError (one line) for runs on different data or items, or a task that is not
+    of the kind asked for."""
+    rows = [row for task in tasks["vqa"] for row in _vqa_rows(general, tuned, task, options)]
+    rows += [row for task in tasks["grounding"] for row in _grounding_rows(general, tuned, task, options)]
+    from pathbind_metrics.resampling import holm
+
+    for row, adjusted in zip(rows, holm([row["p"] for row in rows]), strict=True):
+        row["p_holm"] = adjusted
+    return [{"general": general.name, "tuned": tuned.name, **row} for row in rows]
+
+
+def _vqa_rows(general: Path, tuned: Path, task: str, options: dict[str, int]) -> list[dict[str, Any]]:
+    _same_data(general, tuned, task)
+    answers = [_vqa_answers(path, task) for path in (general, tuned)]
+    items = _same_items(general, tuned, task, answers[0], answers[1])
+    g, t = ([a[i] for i in items] for a in answers)
+    paired = [k for k in range(len(items)) if "image" in g[k] and "image" in t[k]]
+    rows = [_row(task, "ΔAcc", [g[k]["image"] for k in paired],
+                 [float(t[k]["image"]["correct"]) - float(g[k]["image"]["correct"]) for k in paired], 100, options)]
+    both = [k for k in paired if "text" in g[k] and "text" in t[k]]
+    if both:
+        rows.append(_row(task, "ΔMG", [g[k]["image"] for k in both], [_gain(t[k]) - _gain(g[k]) for k in both], 100,
+                         options))
+    return rows
+
+
+def _row(task: str, measure: str, records: list[dict[str, Any]], differences: list[float], scale: float,
+         options: dict[str, int]) -> dict[str, Any]:
+    """The paired change over ``records`` (whose clusters are resampled) with per-item ``differences``."""
+    from pathbind_metrics.pairs import paired_delta
+    from pathbind_tasks.common.clusters import cluster_keys
+
+    keys, cluster = cluster_keys(records)
+    return {"task": task, "measure": measure,
+            **paired_delta(differences, keys, cluster=cluster, scale=scale, **options)}
+
+
+def _gain(answers: dict[str, dict[str, Any]]) -> float:
+    return float(answers["image"]["correct"]) - float(answers["text"]["correct"])
+
+
+def _grounding_rows(general: Path, tuned: Path, task: str, options: dict[str, int]) -> list[dict[str, Any]]:
     from pathbind_tasks.common.grounding_aggregations import Q_DEFAULT
 
-    for task in (args.vqa_task, args.grounding_task):
-        _same_data(general, tuned, task)
-    options = {"n_resamples": args.n_resamples, "seed": args.seed}
-    row: dict[str, Any] = {"general": general.name, "tuned": tuned.name}
-    vqa = [_vqa_answers(path, args.vqa_task) for path in (general, tuned)]
-    items = sorted(set(vqa[0]) & set(vqa[1]))
-    row["mg"] = delta_mg(*[([v[i][0] for i in items], [v[i][1] for i in items]) for v in vqa], **options)
-    grounding = [_grounding_records(path, args.grounding_task) for path in (general, tuned)]
-    items = sorted(set(grounding[0]) & set(grounding[1]))
-    for measure in ("iou", "recall"):
-        general_values, tuned_values = ([g[i][measure][str(Q_DEFAULT)] for i in items] for g in grounding)
-        row[measure] = delta_mean(general_values, tuned_values, **options)
-    return row
+    _same_data(general, tuned, task)
+    records = [_records_by_id(path, task, "attn_iou", "grounding") for path in (general, tuned)]
+    items = _same_items(general, tuned, task, records[0], records[1])
+    return [_row(task, label, [records[0][i] for i in items],
+                 [_at_default(records[1][i], measure, Q_DEFAULT) - _at_default(records[0][i], measure, Q_DEFAULT)
+                  for i in items], 1, options)
+            for measure, label in (("iou", "ΔIoU"), ("recall", "ΔRecall"))]
+
+
+def _at_default(record: dict[str, Any], measure: str, q: float) -> float:
+    value = record[measure][str(q)]
+    return math.nan if value is None else float(value)
 
 
 def _same_data(general: Path, tuned: Path, task: str) -> None:
@@ -96,25 +158,42 @@ def _same_data(general: Path, tuned: Path, task: str) -> None:
                          "rerun both on the same data")
 
 
-def _vqa_answers(run_dir: Path, task: str) -> dict[str, tuple[bool, bool]]:
-    """item id -> (correct with the image, correct without it), for items answered in both conditions."""
-    by_condition: dict[str, dict[str, bool]] = {"image": {}, "text": {}}
-    for record in _records(run_dir, task, "acc_image"):
-        if record.get("condition") in by_condition:
-            by_condition[record["condition"]][str(record["id"])] = bool(record["correct"])
-    image, text = by_condition["image"], by_condition["text"]
-    return {item: (image[item], text[item]) for item in image if item in text}
+def _same_items(general: Path, tuned: Path, task: str, first: dict[str, Any], second: dict[str, Any]) -> list[str]:
+    """The items both runs evaluated, in id order; ValueError when either evaluated an item the other did not (a
+    different --limit, or a run cut short): a paired comparison over part of the items would not say so."""
+    only = {path: sorted(set(a) - set(b)) for path, a, b in ((general, first, second), (tuned, second, first))}
+    if any(only.values()):
+        detail = "; ".join(f"{len(ids)} only in {path} (first {ids[0]!r})" for path, ids in only.items() if ids)
+        raise ValueError(f"task {task}: {general} and {tuned} evaluated different items ({len(first)} vs "
+                         f"{len(second)}: {detail}); rerun both on the same items (the same data and --limit)")
+    return sorted(first)
 
 
-def _grounding_records(run_dir: Path, task: str) -> dict[str, dict[str, Any]]:
-    return {str(record["id"]): record for record in _records(run_dir, task, "attn_iou")}
+def _vqa_answers(run_dir: Path, task: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """item id -> condition -> its record, for the image and text conditions."""
+    answers: dict[str, dict[str, dict[str, Any]]] = {}
+    for record in _records(run_dir, task, "acc_image", "VQA"):
+        if record.get("condition") in ("image", "text"):
+            answers.setdefault(str(record["id"]), {})[record["condition"]] = record
+    return answers
 
 
-def _records(run_dir: Path, task: str, metric: str) -> list[dict[str, Any]]:
+def _records_by_id(run_dir: Path, task: str, metric: str, kind: str) -> dict[str, dict[str, Any]]:
+    return {str(record["id"]): record for record in _records(run_dir, task, metric, kind)}
+
+
+def _records(run_dir: Path, task: str, metric: str, kind: str) -> list[dict[str, Any]]:
+    option = "--vqa-task" if kind == "VQA" else "--grounding-task"
     try:
-        return [sample[metric] for sample in task_samples(run_dir, task)]
+        samples = task_samples(run_dir, task)
     except ValueError as exc:
-        raise ValueError(f"{exc}, or choose the task with --vqa-task / --grounding-task") from exc
+        raise ValueError(f"{exc}, or choose the task with {option}") from exc
+    records = [sample.get(metric) if isinstance(sample, dict) else None for sample in samples]
+    found = [r for r in records if isinstance(r, dict) and "id" in r]
+    if not found or len(found) < len(records):
+        raise ValueError(f"{run_dir}: the samples of task {task!r} hold no PathBind {kind} record under {metric!r} "
+                         f"(not a PathBind {kind} task?); choose a {kind} task with {option}")
+    return found
 
 
 def _rankings(runs: list[Path], task: str) -> dict[str, float]:
@@ -132,10 +211,20 @@ def _rankings(runs: list[Path], task: str) -> dict[str, float]:
     return ranking_agreement(scores, f"iou@q={Q_DEFAULT}") if len(runs) >= 2 else {}
 
 
+def _strict(value: Any) -> Any:
+    """``value`` with every non-finite float as None: strict JSON."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _strict(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_strict(item) for item in value]
+    return value
+
+
 def _display(row: dict[str, Any]) -> dict[str, Any]:
-    shown = {"general": row["general"], "tuned": row["tuned"]}
-    for measure, label in (("mg", "ΔMG (points)"), ("iou", "ΔIoU"), ("recall", "ΔRecall")):
-        value = row[measure]
-        shown[label] = f"{value['delta']:+.3g} [{value['low']:.3g}, {value['high']:.3g}]"
-        shown[f"n {measure}"] = value["n"]
-    return shown
+    interval = row["ci95"]
+    return {"general": row["general"], "tuned": row["tuned"], "task": row["task"], "measure": row["measure"],
+            "change [95% CI]": f"{row['delta']:+.3g} [{interval['low']:.3g}, {interval['high']:.3g}]",
+            "resampled": f"{interval['clusters']} {interval['cluster']} clusters", "design effect":
+            interval["design_effect"], "p": row["p"], "p (Holm)": row["p_holm"], "n": row["n"]}

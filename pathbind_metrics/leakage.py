@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Collection, Container, Iterable, Sequence
 
 import numpy as np
 
+from pathbind_metrics.resampling import cluster_codes, resampled
 from pathbind_metrics.tcga import parse_barcode
 
 PATIENT, SITE, CLEAN = "patient-leaked", "site-leaked", "clean"
 PARTITIONS = (PATIENT, SITE, CLEAN)
-_MAX_DRAWS = 1 << 22  # resample indices drawn per block: bounds bootstrap memory (32 MiB) for any n
 
 
 def cases_and_sites(ids: Iterable[str]) -> tuple[set[str], set[str]]:
@@ -66,14 +67,15 @@ def leak_partition(case: str, tss: str, train_cases: Container[str], train_tss: 
     return SITE if tss in train_tss else CLEAN
 
 
-def stratified_metric(values: Sequence[float] | np.ndarray, partitions: Sequence[str], *, n_resamples: int = 2000,
-                      seed: int = 0, level: float = 0.95, leaked: str = PATIENT,
-                      clean: str = CLEAN) -> dict[str, dict[str, float]]:
+def stratified_metric(values: Sequence[float] | np.ndarray, partitions: Sequence[str], *,
+                      clusters: Sequence[str] | None = None, n_resamples: int = 2000, seed: int = 0,
+                      level: float = 0.95, leaked: str = PATIENT, clean: str = CLEAN) -> dict[str, dict[str, float]]:
     """Mean of a per-item metric in each leak partition, and the gap ``leaked - clean``, with bootstrap CIs.
 
-    Percentile bootstrap, resampling items within each partition independently (a resample keeps each
-    partition's size); the result depends on the seed and the items, not on their order. A positive gap
-    means the model does better on what it was trained on (best: 0).
+    Percentile bootstrap over clusters (the items of one case are not independent), resampled within each
+    partition independently (:mod:`pathbind_metrics.resampling`: a resample draws as many clusters as the
+    partition has, a mean is a ratio of totals); the result depends on the seed and the items, not on their order.
+    A positive gap means the model does better on what it was trained on (best: 0).
 
     Parameters
     ----------
@@ -82,6 +84,8 @@ def stratified_metric(values: Sequence[float] | np.ndarray, partitions: Sequence
     partitions : sequence of str
         Each item's partition; items outside :data:`PARTITIONS` (ids of unknown provenance, malformed
         barcodes) are left out. Left-out items are counted as ``excluded``.
+    clusters : sequence of str, optional
+        Each item's cluster (its TCGA case); default: every item its own.
     n_resamples, seed, level
         Bootstrap resamples, generator seed and interval coverage.
     leaked, clean
@@ -90,9 +94,9 @@ def stratified_metric(values: Sequence[float] | np.ndarray, partitions: Sequence
     Returns
     -------
     dict
-        ``{partition: {"n", "mean", "ci_low", "ci_high"}}`` for each of :data:`PARTITIONS`, plus
-        ``"gap": {"mean", "ci_low", "ci_high"}`` and ``"excluded": {"n"}``. An empty partition has a NaN
-        mean and interval, and so has a gap that involves it.
+        ``{partition: {"n", "clusters", "mean", "ci_low", "ci_high"}}`` for each of :data:`PARTITIONS`, plus
+        ``"gap": {"mean", "ci_low", "ci_high", "design_effect"}`` and ``"excluded": {"n"}``. An empty partition
+        has a NaN mean and interval, and so has a gap that involves it.
 
     Examples
     --------
@@ -102,32 +106,46 @@ def stratified_metric(values: Sequence[float] | np.ndarray, partitions: Sequence
     """
     array = np.asarray(values, dtype=float)
     labels = np.asarray(partitions, dtype=object)
-    if array.shape != labels.shape:
-        raise ValueError(f"values and partitions differ in length: {array.size} vs {labels.size}")
-    rng = np.random.default_rng(seed)
+    # Without clusters each item is its own, keyed by nothing but its value: the CIs ignore item order.
+    keys = np.asarray([str(k) for k in clusters] if clusters is not None else [""] * array.size, dtype=object)
+    if not array.shape == labels.shape == keys.shape:
+        raise ValueError(f"values, partitions and clusters differ in length: {array.size} vs {labels.size} vs "
+                         f"{keys.size}")
     usable = ~np.isnan(array)
     table: dict[str, dict[str, float]] = {}
-    resampled: dict[str, np.ndarray] = {}
-    for name in PARTITIONS:  # fixed order: the random stream, hence every CI, depends on the seed only
-        stratum = np.sort(array[usable & (labels == name)])  # sorted: the CIs ignore item order (ranks, shuffles)
-        resampled[name] = _bootstrap_means(stratum, n_resamples, rng)
+    clustered: dict[str, np.ndarray] = {}
+    itemwise: dict[str, np.ndarray] = {}
+    for stream, name in enumerate(PARTITIONS):  # each partition its own stream: every CI depends on the seed only
+        mask = usable & (labels == name)
+        order = np.lexsort((array[mask], keys[mask]))  # sorted: the CIs ignore item order (ranks, shuffles)
+        stratum, stratum_keys = array[mask][order], keys[mask][order]
+        totals = _cluster_totals(stratum, stratum_keys if clusters is not None else np.arange(stratum.size))
+        clustered[name] = _resampled_means(totals, n_resamples, (seed, stream))
+        itemwise[name] = _resampled_means(np.column_stack([stratum, np.ones(stratum.size)]), n_resamples,
+                                          (seed, stream))
         mean = float(stratum.mean()) if stratum.size else float("nan")
-        table[name] = {"n": int(stratum.size), "mean": mean, **_interval(resampled[name], level)}
+        table[name] = {"n": int(stratum.size), "clusters": len(totals), "mean": mean,
+                       **_interval(clustered[name], level)}
     gap = table[leaked]["mean"] - table[clean]["mean"]
-    table["gap"] = {"mean": gap, **_interval(resampled[leaked] - resampled[clean], level)}
+    gaps, item_gaps = clustered[leaked] - clustered[clean], itemwise[leaked] - itemwise[clean]
+    effect = float(np.var(gaps) / np.var(item_gaps)) if np.isfinite(gaps).all() and np.var(item_gaps) > 0 else math.nan
+    table["gap"] = {"mean": gap, **_interval(gaps, level), "design_effect": effect}
     table["excluded"] = {"n": int(array.size - sum(table[name]["n"] for name in PARTITIONS))}
     return table
 
 
-def _bootstrap_means(values: np.ndarray, n_resamples: int, rng: np.random.Generator) -> np.ndarray:
-    if values.size == 0:
+def _cluster_totals(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """(sum, count) of each cluster, clusters in order of first appearance."""
+    codes = cluster_codes(list(keys))
+    totals = np.zeros((int(codes.max()) + 1 if codes.size else 0, 2))
+    np.add.at(totals, codes, np.column_stack([values, np.ones(values.size)]))
+    return totals
+
+
+def _resampled_means(totals: np.ndarray, n_resamples: int, seed: tuple[int, int]) -> np.ndarray:
+    if not len(totals):
         return np.full(n_resamples, np.nan)
-    means = np.empty(n_resamples)
-    block = max(1, _MAX_DRAWS // values.size)
-    for start in range(0, n_resamples, block):
-        stop = min(start + block, n_resamples)
-        means[start:stop] = values[rng.integers(0, values.size, size=(stop - start, values.size))].mean(axis=1)
-    return means
+    return resampled(lambda sums: sums[..., 0] / sums[..., 1], totals, n_resamples, seed)
 
 
 def _interval(estimates: np.ndarray, level: float) -> dict[str, float]:

@@ -1,49 +1,33 @@
-"""General model vs its pathology-tuned descendant: paired differences with bootstrap CIs, ranking agreement."""
+"""General model vs its pathology-tuned descendant: paired differences with cluster intervals and tests, ranking
+agreement."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 from scipy import stats
 
-
-def delta_mg(general: tuple[Sequence[bool], Sequence[bool]], tuned: tuple[Sequence[bool], Sequence[bool]], *,
-             n_resamples: int = 2000, seed: int = 0, level: float = 0.95) -> dict[str, float]:
-    """ΔMG = MG(tuned) − MG(general) in points, each a (correct with image, correct without) pair of arrays
-    over the same items in the same order; the CI resamples items, the same draw for both models."""
-    columns = np.column_stack([np.asarray(a, dtype=float) for a in (*general, *tuned)])
-    if columns.size == 0:
-        return {"delta": math.nan, "low": math.nan, "high": math.nan, "n": 0}
-
-    def statistic(rows: np.ndarray) -> np.ndarray:
-        means = rows.mean(axis=-2)
-        return 100 * ((means[..., 2] - means[..., 3]) - (means[..., 0] - means[..., 1]))
-
-    return _bootstrap(columns, statistic, n_resamples, seed, level)
+from pathbind_metrics import resampling as rs
 
 
-def delta_mean(general: Sequence[float], tuned: Sequence[float], *, n_resamples: int = 2000, seed: int = 0,
-               level: float = 0.95) -> dict[str, float]:
-    """Mean of tuned − general over the items where both values are finite (paired bootstrap CI)."""
-    pairs = np.column_stack([np.asarray(general, dtype=float), np.asarray(tuned, dtype=float)])
-    pairs = pairs[np.isfinite(pairs).all(axis=1)]
-    if pairs.size == 0:
-        return {"delta": math.nan, "low": math.nan, "high": math.nan, "n": 0}
+def paired_delta(differences: Sequence[float], clusters: Sequence[Hashable], *, cluster: str, scale: float = 1.0,
+                 n_resamples: int = 2000, n_permutations: int = 10000, seed: int = 0) -> dict[str, Any]:
+    """The mean of per-item differences tuned − general (``scale``-d: 100 for points), its 95% cluster-bootstrap
+    interval and the two-sided cluster sign-flip p-value that it is 0, over the items whose difference is finite.
 
-    def statistic(rows: np.ndarray) -> np.ndarray:
-        return (rows[..., 1] - rows[..., 0]).mean(axis=-1)
-
-    return _bootstrap(pairs, statistic, n_resamples, seed, level)
-
-
-def _bootstrap(rows: np.ndarray, statistic, n_resamples: int, seed: int, level: float) -> dict[str, float]:
-    rng = np.random.default_rng(seed)
-    draws = statistic(rows[rng.integers(0, len(rows), (n_resamples, len(rows)))])
-    tail = 100 * (1 - level) / 2
-    return {"delta": float(statistic(rows)), "low": float(np.percentile(draws, tail)),
-            "high": float(np.percentile(draws, 100 - tail)), "n": len(rows)}
+    Every paired measure is such a mean: ΔAcc of (correct_tuned − correct_general), ΔMG of the difference of the
+    two models' (correct with image − correct without) over the same items, ΔIoU of the IoU differences.
+    """
+    d = np.asarray(differences, dtype=float)
+    keep = np.isfinite(d)
+    keys = [key for key, kept in zip(clusters, keep, strict=True) if kept]
+    options = {"n_resamples": n_resamples, "seed": seed}
+    return {"delta": float(scale * d[keep].mean()) if keep.any() else math.nan,
+            "ci95": rs.mean_interval(d, clusters, cluster=cluster, scale=scale, **options),
+            "p": rs.sign_flip_p(d[keep], keys, n_permutations=n_permutations, seed=seed), "n": int(keep.sum())}
 
 
 def ranking_agreement(scores: Mapping[str, Sequence[float]], reference: str) -> dict[str, float]:

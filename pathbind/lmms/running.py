@@ -32,12 +32,14 @@ class Ledger:
 @dataclass(eq=False)
 class RunningTask:
     """A task by name and where its rows come from: ``data_files`` (one file, or one per split) or
-    ``dataset_path`` (a hub id or a builder); ``ledger`` is the one its last ``process_docs`` kept."""
+    ``dataset_path`` (a hub id or a builder); ``ledger`` is the one its last ``process_docs`` kept; ``cluster``
+    what its intervals resample (``metadata.pathbind_cluster``: ``pathbind_tasks.common.clusters``)."""
 
     name: str
     data_files: Any = None
     dataset_path: str | None = None
     ledger: Ledger | None = None
+    cluster: str = "image"
 
     def source(self, split: str | None) -> str:
         """"task T, file F" for the rows of ``split``, or "task T, dataset D" when no file is named."""

@@ -197,7 +197,10 @@ def _as_variant(entry: dict, config: dict) -> dict:
 def _in_task(config: dict, name: str, process_docs: type[_RecordingRows]) -> dict:
     """``config`` whose ``process_docs``, ``process_results`` and aggregations run with their task set
     (:mod:`pathbind.lmms.running`)."""
-    task = RunningTask(name, (config.get("dataset_kwargs") or {}).get("data_files"), config.get("dataset_path"))
+    metadata = config.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    task = RunningTask(name, (config.get("dataset_kwargs") or {}).get("data_files"), config.get("dataset_path"),
+                       cluster=str(metadata.get("pathbind_cluster") or "image"))
     config = dict(config)
     if callable(config.get("process_docs")):
         config["process_docs"] = process_docs(config["process_docs"], task)

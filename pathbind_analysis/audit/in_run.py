@@ -14,8 +14,8 @@ from pathbind_metrics.leakage import CLEAN, PATIENT, SITE, cases_and_sites, leak
 from pathbind_metrics.tcga import classify
 
 TRAIN_ENV = "PATHBIND_LEAKAGE_TRAIN"
-KEYS = ("leaked", "site", "clean", "gap", "gap_ci_low", "gap_ci_high", "n_leaked", "n_site", "n_clean",
-        "n_excluded", "rho_case", "rho_tss")
+KEYS = ("leaked", "site", "clean", "gap", "gap_ci_low", "gap_ci_high", "gap_design_effect", "n_leaked", "n_site",
+        "n_clean", "n_excluded", "rho_case", "rho_tss")
 
 
 def leakage_split(records: list[Mapping[str, Any]]) -> dict[str, float | str]:
@@ -23,8 +23,9 @@ def leakage_split(records: list[Mapping[str, Any]]) -> dict[str, float | str]:
 
     An lmms-eval ``aggregation``: each per-document value is a record ``{"slide_id": str, "correct": bool}``.
     The training inventory is ``PATHBIND_LEAKAGE_TRAIN=NAME=FILE[:column]``, several joined by ``;`` (their
-    union: what a model trained on all of them has seen). The gap's 95% CI comes from a seeded bootstrap,
-    since lmms-eval computes none for custom aggregations. Items without a TCGA barcode are counted in
+    union: what a model trained on all of them has seen). The gap's 95% CI comes from a seeded bootstrap over
+    cases (a patient's items are not independent), since lmms-eval computes none for custom aggregations;
+    ``gap_design_effect`` says how much wider that is than resampling items. Items without a TCGA barcode are counted in
     ``n_excluded``. Without a usable inventory every figure is NaN and ``reason`` says why; never raises.
     """
     spec = os.environ.get(TRAIN_ENV, "").strip()
@@ -38,14 +39,16 @@ def leakage_split(records: list[Mapping[str, Any]]) -> dict[str, float | str]:
     ids = [str(record.get("slide_id") or "") for record in records]
     correct = [100.0 * value if isinstance(value := record.get("correct"), bool | int | float) else math.nan
                for record in records]
-    partitions = []
+    partitions, cases = [], []
     for text in ids:
         kind, barcode, _ = classify(text)
         partitions.append(leak_partition(barcode.case, barcode.tss, train_cases, train_tss) if barcode else kind)
-    table = stratified_metric(correct, partitions, seed=0)
+        cases.append(barcode.case if barcode else text)
+    table = stratified_metric(correct, partitions, clusters=cases, seed=0)
     shared = overlap(train_cases, train_tss, *cases_and_sites(ids))
     return {"leaked": table[PATIENT]["mean"], "site": table[SITE]["mean"], "clean": table[CLEAN]["mean"],
             "gap": table["gap"]["mean"], "gap_ci_low": table["gap"]["ci_low"], "gap_ci_high": table["gap"]["ci_high"],
+            "gap_design_effect": table["gap"]["design_effect"],
             "n_leaked": table[PATIENT]["n"], "n_site": table[SITE]["n"], "n_clean": table[CLEAN]["n"],
             "n_excluded": table["excluded"]["n"], "rho_case": shared["rho_case"], "rho_tss": shared["rho_tss"]}
 

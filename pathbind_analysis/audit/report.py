@@ -66,7 +66,8 @@ def write_heatmap(matrix: list[dict[str, Any]], path: Path) -> None:
 def stratified_markdown(rows: list[dict[str, Any]], binary: set[str], notes: list[str]) -> str:
     """Table 2 form: per training inventory and metric, each subset's mean (n) per partition and the gap."""
     lines = ["# Metrics by leak status", "",
-             "Means with 95% percentile-bootstrap intervals, resampling items within each partition. Gap = "
+             "Means with 95% percentile-bootstrap intervals, resampling cases (patients; an id without a TCGA "
+             "case is its own) within each partition. Gap = "
              f"{PATIENT} − {CLEAN} (points for accuracies); positive means better on what was trained on."]
     for (train, metric), group in _groups(rows):
         scale = 100.0 if metric in binary else 1.0

@@ -84,6 +84,9 @@ def stratify(samples: Samples, trains: list[Census], *, by: list[str] | None = N
     """
     classified = [classify(text) for text in samples.ids]
     kinds = {kind: sum(1 for k, _, _ in classified if k == kind) for kind in ("tcga", "unknown", "malformed")}
+    # The items of one case (patient) are not independent: intervals resample cases.
+    cases = np.array([b.case if b else text for (_, b, _), text in zip(classified, samples.ids, strict=True)],
+                     dtype=object)
     subsets = [(ALL, np.ones(len(samples.ids), dtype=bool))]
     for name in by or []:
         labels = np.array(["(missing)" if doc[name] is None else str(doc[name]) for doc in samples.docs])
@@ -94,7 +97,8 @@ def stratify(samples: Samples, trains: list[Census], *, by: list[str] | None = N
                                for kind, b, _ in classified], dtype=object)
         for metric, values in samples.metrics.items():
             for subset, mask in subsets:
-                table = stratified_metric(values[mask], list(partitions[mask]), n_resamples=n_resamples, seed=seed)
+                table = stratified_metric(values[mask], list(partitions[mask]), clusters=list(cases[mask]),
+                                          n_resamples=n_resamples, seed=seed)
                 rows.append({"train": train.name, "metric": metric, "subset": subset, **table})
     return rows, kinds
 

@@ -27,7 +27,8 @@ def grounding_tasks(runs: list[Run]) -> list[str]:
 def grounding_section(runs: list[Run], out: Path) -> Section:
     section = Section("Attention grounding",
                       f"Overlap (%) of each model's top-{Q_DEFAULT:.0%} entity-attention mask (middle-third layers) "
-                      "with the expert box, with 95% bootstrap intervals in brackets; n/a: no item could be scored "
+                      "with the expert box, with 95% intervals in brackets that resample images (the clusters counted "
+                      "there); n/a: no item could be scored "
                       "(reasons in the notes). Bold: best of a column.")
     tasks = grounding_tasks(runs)
     if not tasks:
@@ -57,10 +58,13 @@ def _table_3(runs: list[Run], tasks: list[str]) -> Table:
 
 def _with_interval(run: Run, task: str, metric: str) -> str:
     value = run.metric(task, metric)
-    low, high = ((run.metric(task, "attn_ci") or {}).get(metric) or [None, None])[:2]
+    interval = (run.metric(task, "attn_ci") or {}).get(metric) or {}
+    low, high = interval.get("low"), interval.get("high")
     if not finite(value) or not (finite(low) and finite(high)):
         return number(value, scale=100)
-    return f"{number(value, scale=100)} [{number(low, scale=100)}, {number(high, scale=100)}]"
+    unit = interval.get("cluster", "item")  # what the interval resampled, and how many
+    return (f"{number(value, scale=100)} [{number(low, scale=100)}, {number(high, scale=100)}; "
+            f"{interval.get('clusters', '?')} {unit}s]")
 
 
 def _diagnostics(runs: list[Run], tasks: list[str]) -> Table:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pathbind_analysis.pairs import compare
 from pathbind_analysis.report.document import Figure, Note, Section, Table
 from pathbind_analysis.report.figures import new_figure, save
 from pathbind_analysis.report.fmt import cells, finite, number
@@ -12,6 +13,7 @@ from pathbind_analysis.report.grounding import grounding_tasks
 from pathbind_analysis.report.runs import ReportError, Run
 
 UP, DOWN, FLAT = "#2ca02c", "#d62728", "0.6"
+PAIRED_TESTS = {"n_resamples": 2000, "n_permutations": 10000, "seed": 0}  # pathbind pairs' defaults
 
 
 def resolve_pairs(text: str, runs: list[Run]) -> list[tuple[Run, Run]]:
@@ -37,17 +39,47 @@ def _find(side: str, by_key: dict[str, Run], runs: list[Run]) -> Run:
 def pairs_section(pairs: list[tuple[Run, Run]], out: Path) -> Section:
     section = Section("General → pathology-tuned pairs",
                       "Per pair, the tuned model's Multimodal Gain (points), attention IoU and recall (%) against "
-                      "its general model's (green: tuned above, red: below). `pathbind pairs` adds paired-bootstrap "
-                      "CIs from the sample logs.")
+                      "its general model's (green: tuned above, red: below), then the paired changes from the "
+                      "sample logs as `pathbind pairs` computes them: 95% intervals and sign-flip tests that "
+                      "resample the tasks' clusters (images by default), p-values Holm-adjusted per pair.")
     panels = [_panel_values(pairs, measure) for measure in ("mg", "attn_iou", "attn_recall")]
     rows = [cells([f"{g.name} → {t.name}", *(_delta(values[i]) for _, values in panels)])
             for i, (g, t) in enumerate(pairs)]
     section.blocks.append(Table("Pairs", ["pair", *(label for label, _ in panels)], rows))
+    section.blocks.append(_paired_tests(pairs))
     if all(a is None or b is None for _, values in panels for a, b in values):
         section.blocks.append(Note("no pair has a measure both models report: pair plot skipped"))
         return section
     section.blocks.append(_figure(pairs, panels, out))
     return section
+
+
+def _paired_tests(pairs: list[tuple[Run, Run]]) -> Table | Note:
+    """``pathbind pairs``' rows for the VQA and grounding tasks both runs of a pair report."""
+    rows = []
+    for general, tuned in pairs:
+        shared = [task for task in general.results if task in tuned.results]
+        tasks = {"vqa": [t for t in shared if finite(general.metric(t, "acc_image"))],
+                 "grounding": [t for t in grounding_tasks([general, tuned]) if t in shared]}
+        try:
+            compared = compare(general.path, tuned.path, tasks, PAIRED_TESTS)
+            rows += [{**row, "general": general.name, "tuned": tuned.name} for row in compared]
+        except ValueError as exc:
+            return Note(f"paired tests not computed: {exc}")
+    if not rows:
+        return Note("paired tests not computed: no pair shares a VQA or grounding task")
+    return Table("Paired changes, tuned − general", ["pair", "task", "change", "95% CI", "clusters", "design effect",
+                                                     "p", "p (Holm)", "n"],
+                 [cells([f"{row['general']} → {row['tuned']}", row["task"], row["measure"] + " " + number(row["delta"]),
+                         f"[{number(row['ci95']['low'])}, {number(row['ci95']['high'])}]",
+                         f"{row['ci95']['clusters']} ({row['ci95']['cluster']})",
+                         _fixed(row["ci95"]["design_effect"], ".2f"), _fixed(row["p"], ".3g"),
+                         _fixed(row["p_holm"], ".3g"),
+                         str(row["n"])]) for row in rows])
+
+
+def _fixed(value: float, spec: str) -> str:
+    return format(value, spec) if finite(value) else "n/a"
 
 
 Values = list[tuple[float | None, float | None]]  # per pair (general, tuned); None: not reported by both

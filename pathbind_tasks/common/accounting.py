@@ -29,7 +29,7 @@ from pathbind.lmms.running import Ledger, running_task
 from pathbind_tasks.common.harness import task_name
 
 NOT_EVALUATED = "beyond --limit, or every condition skipped for this model"
-FAULT_COLUMNS = ("doc_error", "image_error")  # why a row's data cannot be evaluated ("" when it can)
+FAULT_COLUMNS = ("doc_error", "image_error", "cluster_error")  # why a row's data cannot be evaluated ("" when it can)
 UNACCOUNTED = "unaccounted for by the task's conversion (a PathBind bug; please report it)"
 
 
@@ -94,7 +94,8 @@ def fault_reason(problem: str) -> str:
 
 
 def without_faults(docs: datasets.Dataset, label: str) -> datasets.Dataset:
-    """``docs`` without the rows whose data is at fault (a non-empty ``doc_error`` or ``image_error``), each dropped
+    """``docs`` without the rows whose data is at fault (a non-empty ``doc_error``, ``image_error``
+    or ``cluster_error``), each dropped
     in the open ledger by :func:`fault_reason`, the first of each reason logged with its detail; the fault columns
     removed.
 

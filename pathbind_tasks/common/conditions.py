@@ -15,8 +15,9 @@ from PIL import Image, ImageFilter
 from pyarrow.lib import ArrowException
 
 from pathbind_tasks.common.accounting import close, counting, without_faults
+from pathbind_tasks.common.clusters import with_clusters
 from pathbind_tasks.common.harness import task_name
-from pathbind_tasks.common.images import image_problem, max_pixels
+from pathbind_tasks.common.images import image_key, image_problem, max_pixels
 
 ABLATION_CONDITIONS = ("blank", "swap_same", "swap_cross", "blur_2", "blur_4", "blur_8", "blur_16")
 WITH_AND_WITHOUT_IMAGE = ("image", "text")
@@ -64,7 +65,8 @@ def item_by_item(blocks: datasets.Dataset, n_items: int) -> datasets.Dataset:
 
 def with_readable_images(docs: datasets.Dataset) -> datasets.Dataset:
     """Check every image once, keeping each problem in ``image_error`` ("" when the image is fine) for
-    ``without_faults`` to drop its item; ``image`` comes back as ``datasets.Image()``.
+    ``without_faults`` to drop its item, and each item's ``cluster`` (:func:`clusters.with_clusters`: by
+    default a digest of its image's bytes); ``image`` comes back as ``datasets.Image()``.
 
     ``image`` may be an image feature, ``{bytes, path}`` structs (parquet written without datasets' metadata),
     bytes or file paths, so ``doc["image"]`` is always a PIL image.
@@ -73,9 +75,12 @@ def with_readable_images(docs: datasets.Dataset) -> datasets.Dataset:
     if Image.MAX_IMAGE_PIXELS is not None and limit > Image.MAX_IMAGE_PIXELS:
         Image.MAX_IMAGE_PIXELS = limit  # PIL's own bomb guard must not warn about or refuse an image accepted here
     raw = _undecoded(docs)
-    batches = raw.select_columns("image").iter(batch_size=256)  # batches bound the bytes held at once
-    errors = [image_problem(value, limit) for batch in batches for value in batch["image"]]
-    return raw.cast_column("image", datasets.Image()).add_column("image_error", errors)
+    errors, keys = [], []
+    for batch in raw.select_columns("image").iter(batch_size=256):  # batches bound the bytes held at once
+        for value in batch["image"]:
+            errors.append(image_problem(value, limit))
+            keys.append("" if errors[-1] else image_key(value))
+    return with_clusters(raw.cast_column("image", datasets.Image()).add_column("image_error", errors), keys)
 
 
 def _undecoded(docs: datasets.Dataset) -> datasets.Dataset:

@@ -55,7 +55,7 @@ def response_scorer(kind: str, fields: dict[str, str], score: Callable[[Record, 
     metrics = names(kind)
 
     def process_results(doc: Record, results: list[str]) -> Record:
-        base = {"id": str(doc.get("id")),
+        base = {"id": str(doc.get("id")), "cluster": doc.get("cluster"),
                 **{key: doc.get(column) for key, column in fields.items()}}
         text = results[0] if results else ""
         try:

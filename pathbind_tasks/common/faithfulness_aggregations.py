@@ -17,6 +17,8 @@ import numpy as np
 
 from pathbind_metrics import faithfulness as fm
 from pathbind_metrics import grounding
+from pathbind_metrics import resampling as rs
+from pathbind_tasks.common.clusters import cluster_keys
 
 NO_CAUSAL_SIGNAL = "causal_l1 is 0: no occlusion changes the answer margin"
 NO_ATTENTION = "no attention map"
@@ -135,31 +137,36 @@ def mean(records: list[dict[str, Any]], field: str) -> float:
     return float(values.mean()) if values.size else math.nan
 
 
-def intervals(records: list[dict[str, Any]], *, n_resamples: int = 2000, seed: int = 0) -> dict[str, list[float]]:
-    """95% bootstrap CI of each headline mean and of each tested measure's excess over its null."""
-    out = {name: fm.bootstrap_ci(_values(records, name), n_resamples=n_resamples, seed=seed) for name in HEADLINE}
+def intervals(records: list[dict[str, Any]], *, n_resamples: int = 2000, seed: int = 0) -> dict[str, dict[str, Any]]:
+    """95% cluster-bootstrap CI of each headline mean and of each tested measure's excess over its null."""
+    def ci(values: np.ndarray) -> dict[str, Any]:
+        return _interval(records, values, n_resamples=n_resamples, seed=seed)
+
+    out = {name: ci(_values(records, name)) for name in HEADLINE}
     for real, null in TESTS.items():
-        out[f"{real}_minus_{null}"] = fm.bootstrap_ci(_values(records, real) - _values(records, null),
-                                                      n_resamples=n_resamples, seed=seed)
+        out[f"{real}_minus_{null}"] = ci(_values(records, real) - _values(records, null))
     for name in ("causal_amim", "attn_amim"):
-        out[f"{name}_minus_area_share"] = fm.bootstrap_ci(_values(records, name) - _values(records, "area_share"),
-                                                          n_resamples=n_resamples, seed=seed)
+        out[f"{name}_minus_area_share"] = ci(_values(records, name) - _values(records, "area_share"))
     return out
 
 
 def permutation_tests(records: list[dict[str, Any]], *, n_permutations: int = 10000,
                       seed: int = 0) -> dict[str, Any]:
-    """Per tested measure: the p-value over all items and per subgroup, Holm–Bonferroni-adjusted across subgroups."""
+    """Per tested measure: the one-sided p-value that it exceeds its null, over all items and per subgroup
+    (Holm–Bonferroni-adjusted across subgroups), flipping each cluster's signs together."""
     groups = sorted({str(r.get("group")) for r in records})
     out: dict[str, Any] = {}
+
+    def p_value(subset: list[dict[str, Any]], real: str, null: str) -> float:
+        keys, _ = cluster_keys(subset)
+        return rs.sign_flip_p(_values(subset, real) - _values(subset, null), keys, alternative="greater",
+                              n_permutations=n_permutations, seed=seed)
+
     for real, null in TESTS.items():
-        raw = [fm.paired_permutation_p(*_pair([r for r in records if str(r.get("group")) == g], real, null),
-                                       n_permutations=n_permutations, seed=seed) for g in groups]
+        raw = [p_value([r for r in records if str(r.get("group")) == g], real, null) for g in groups]
         by_group = {g: {"p": p, "p_holm": ph, "n": sum(1 for r in records if str(r.get("group")) == g)}
-                    for g, p, ph in zip(groups, raw, fm.holm(raw), strict=True)}
-        out[f"{real}>{null}"] = {"p": fm.paired_permutation_p(*_pair(records, real, null),
-                                                              n_permutations=n_permutations, seed=seed),
-                                 "by_group": by_group}
+                    for g, p, ph in zip(groups, raw, rs.holm(raw), strict=True)}
+        out[f"{real}>{null}"] = {"p": p_value(records, real, null), "by_group": by_group}
     return out
 
 
@@ -173,10 +180,10 @@ def verdict(records: list[dict[str, Any]], *, uses_image_min: float = USES_IMAGE
     """The two axes of the paper's Figure 3: does the answer depend on the image (the lower 95% bound of
     ``causal_l1`` above ``uses_image_min``), and does attention track causal importance (mean ρ > 0 with its
     95% interval above 0)?"""
-    l1_ci = fm.bootstrap_ci(_values(records, "causal_l1"))
-    rho, rho_ci = mean(records, "attn_occlusion_rho"), fm.bootstrap_ci(_values(records, "attn_occlusion_rho"))
-    uses = bool(l1_ci[0] > uses_image_min)
-    tracks = uses and bool(rho > 0 and rho_ci[0] > 0)
+    l1_ci = _interval(records, _values(records, "causal_l1"))
+    rho, rho_ci = mean(records, "attn_occlusion_rho"), _interval(records, _values(records, "attn_occlusion_rho"))
+    uses = bool(l1_ci["low"] > uses_image_min)
+    tracks = uses and bool(rho > 0 and rho_ci["low"] > 0)
     return {"image": "uses the image" if uses else "does not use the image",
             "attention": ("attention tracks causal importance" if tracks
                           else "attention does not track causal importance"),
@@ -188,6 +195,11 @@ def lost_counts(records: list[dict[str, Any]]) -> dict[str, Any]:
     counts = Counter(f"{measure}: {reason}" for r in records for measure, reason in r["lost"].items())
     scored = sum(1 for r in records if math.isfinite(r["attn_occlusion_rho"]))
     return {"items": len(records), "scored": scored, **dict(sorted(counts.items()))}
+
+
+def _interval(records: list[dict[str, Any]], values: np.ndarray, **options: Any) -> dict[str, Any]:
+    keys, cluster = cluster_keys(records)
+    return rs.mean_interval(values, keys, cluster=cluster, **options)
 
 
 def _values(records: list[dict[str, Any]], field: str) -> np.ndarray:

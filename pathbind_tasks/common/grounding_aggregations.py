@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 
 from pathbind_metrics import grounding
+from pathbind_metrics import resampling as rs
+from pathbind_tasks.common.clusters import cluster_keys
 
 Q_SWEEP = (0.05, 0.1, 0.2, 0.3, 0.4)
 Q_DEFAULT = 0.2
@@ -111,18 +113,14 @@ def headline_value(records: list[dict[str, Any]], field: str) -> float:
 
 
 def bootstrap_intervals(records: list[dict[str, Any]], *, n_resamples: int = 2000, seed: int = 0,
-                        level: float = 0.95) -> dict[str, list[float]]:
-    """Percentile bootstrap CI of each headline metric, resampling its scorable items (seeded)."""
-    rng = np.random.default_rng(seed)
-    tail = 100 * (1 - level) / 2
+                        level: float = 0.95) -> dict[str, dict[str, Any]]:
+    """Cluster-bootstrap CI of each headline metric over its scorable items (:mod:`pathbind_metrics.resampling`;
+    seeded, the task's cluster: by default the image, whose expressions are not independent)."""
+    keys, cluster = cluster_keys(records)
     intervals = {}
     for metric, field in HEADLINE.items():
-        values = _finite(records, field)
-        if values.size == 0:
-            intervals[metric] = [math.nan, math.nan]
-            continue
-        means = values[rng.integers(0, values.size, (n_resamples, values.size))].mean(axis=1)
-        intervals[metric] = [float(np.percentile(means, tail)), float(np.percentile(means, 100 - tail))]
+        intervals[metric] = rs.mean_interval(_field(records, field), keys, cluster=cluster, n_resamples=n_resamples,
+                                             seed=seed, level=level)
     return intervals
 
 
@@ -146,10 +144,13 @@ def lost_items(records: list[dict[str, Any]]) -> dict[str, Any]:
             **dict(sorted(counts.items()))}
 
 
+def _field(records: list[dict[str, Any]], field: str) -> np.ndarray:
+    return np.asarray([r[field][str(Q_DEFAULT)] if field in REGION else r[field] for r in records], dtype=float)
+
+
 def _finite(records: list[dict[str, Any]], field: str) -> np.ndarray:
-    values = [r[field][str(Q_DEFAULT)] if field in REGION else r[field] for r in records]
-    array = np.asarray(values, dtype=float)
-    return array[np.isfinite(array)]
+    values = _field(records, field)
+    return values[np.isfinite(values)]
 
 
 def _mean(values: list[float]) -> float:

@@ -15,6 +15,7 @@ SMinSampleValue and SMaxSampleValue, and are otherwise invalid.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import re
@@ -82,6 +83,15 @@ def image_problem(value: dict[str, Any] | None, limit: int) -> str:
         truncated = "truncated" in str(exc) and isinstance(exc, OSError)
         detail = _IN_MEMORY.sub("(embedded bytes)", str(exc))  # no memory address: reasons are reproducible
         return f"unreadable image ({'truncated file; ' if truncated else ''}{type(exc).__name__}: {detail})"
+
+
+def image_key(value: dict[str, Any] | None) -> str:
+    """A digest of the encoded image's bytes (its file's, for a path): items asked about one image share it."""
+    source = _source(value)
+    if isinstance(source, str):
+        with open(source, "rb") as handle:
+            return hashlib.blake2b(handle.read(), digest_size=16).hexdigest()
+    return hashlib.blake2b(source.getvalue() if source else b"", digest_size=16).hexdigest()
 
 
 def _source(value: dict[str, Any] | None) -> io.BytesIO | str | None:

@@ -60,7 +60,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("mg", va.mg, True, (VQA_FULL,)),
     Metric("invalid_rate", va.invalid_rate, False, VQA),
     Metric("by_dimension", va.by_dimension, True, (VQA_FULL, VQA_IMAGE_ONLY)),
-    Metric("ci95", va.ci95, True, (VQA_FULL, VQA_IMAGE_ONLY)),
+    Metric("ci95", va.ci95, True, VQA),
+    Metric("reliance", va.reliance, True, (VQA_FULL, VQA_ABLATION)),
+    Metric("repeats", va.repeats, True, VQA),
     *(metric for condition in ABLATION_CONDITIONS for metric in (
         Metric(f"acc_{condition}", partial(va.condition_accuracy, condition=condition), False, (VQA_ABLATION,)),
         Metric(f"drop_{condition}", partial(va.accuracy_drop, condition=condition), True, (VQA_ABLATION,)))),
@@ -102,6 +104,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("srr", pv.refusal_rate, True, ("pathview_trap",)),  # on a trap a refusal is the safe answer
     Metric("false_refusal_rate", pv.refusal_rate, False, PATHVIEW_ANSWERABLE),
     Metric("invalid_rate", pv.invalid_rate, False, PATHVIEW),
+    Metric("ci95", pv.ci95, True, PATHVIEW),
     # The PathVG expression specificity judge (records: pathbind_tasks.pathvg.specificity)
     Metric("specific_rate", sp.specific_rate, True, SPECIFICITY),
     Metric("invalid_rate", sp.invalid_rate, False, SPECIFICITY),

@@ -23,6 +23,7 @@ from pathbind_tasks.common.images import rgb_image
 from pathbind_tasks.common.messages import UserTurn
 from pathbind_tasks.common.metrics import names
 from pathbind_tasks.common.raw import BadField, letter_answer, text_field
+from pathbind_tasks.common.repeats import every_response
 
 MAX_OPTIONS = 26  # one letter A-Z each
 ADDED = ("answer_format", "condition_set")  # columns process_docs computes
@@ -162,20 +163,30 @@ JUDGES: dict[str, Callable[[dict[str, Any], str], tuple[str | None, str]]] = {
     "mcq": _judge_choice, "yesno": _judge_yes_no}
 
 
-def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
+def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
     """Score one answer, by the parser of the document's answer format, into a record emitted under each metric
-    of its condition set (``full`` for a document that did not come through ``vqa_docs``).
+    of its condition set (``full`` for a document that did not come through ``vqa_docs``). Under lmms-eval's
+    ``--repeats N`` the N answers come as one list (:class:`pathbind_tasks.common.repeats.EveryResponse`): the first
+    is scored as the answer, and the record keeps how each of the N was scored, for the ``repeats`` metric.
 
     Total by design: lmms-eval retries a raising process_results, so an unparseable answer, a backend's
     failure marker or a malformed document becomes an invalid record (wrong, with a reason), never an exception.
     """
     record: dict[str, Any] = {"task": task_name(),  # aggregations get only records: warnings name it
-                              "id": str(doc.get("id")),
+                              "id": str(doc.get("id")), "cluster": doc.get("cluster"),
                               "condition": doc.get("condition", "image"),
                               "dimension": doc.get("dimension"), "source": doc.get("source"),
                               "image_from": doc.get("image_from")}
+    answers = every_response(results)
+    record.update(_scored(doc, answers[0] if answers else "", record["id"]))
+    if len(answers) > 1:
+        record["repeats"] = [{key: scored[key] for key in ("parsed", "valid", "correct")}
+                             for scored in (_scored(doc, answer, record["id"]) for answer in answers)]
+    return dict.fromkeys(names(f"vqa_{doc.get('condition_set') or 'full'}"), record)
+
+
+def _scored(doc: dict[str, Any], text: str, item: str) -> dict[str, Any]:
     try:
-        text = results[0] if results else ""
         if format_of(doc) not in JUDGES:
             raise ValueError(f"field 'answer_format': {format_of(doc)!r} is not one of {', '.join(JUDGES)}")
         problem = question_problem(doc)  # only a document that did not come through vqa_docs can have one
@@ -184,13 +195,12 @@ def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
         parsed, reference = JUDGES[format_of(doc)](doc, text)  # raises on options or a reference at fault
         failure = no_answer_reason(text)
         parsed = None if failure else parsed
-        record.update(reference=reference, parsed=parsed, valid=parsed is not None, correct=parsed == reference,
-                      reason=failure or ("" if parsed is not None else "unparseable answer"))
+        return {"reference": reference, "parsed": parsed, "valid": parsed is not None, "correct": parsed == reference,
+                "reason": failure or ("" if parsed is not None else "unparseable answer")}
     except Exception as exc:  # a malformed document is scored invalid, never fatal
         reason = scoring_failure(exc)
-        logger.warning(f"doc {record['id']}: cannot score ({reason})")
-        record.update(reference=None, parsed=None, valid=False, correct=False, reason=reason)
-    return dict.fromkeys(names(f"vqa_{doc.get('condition_set') or 'full'}"), record)
+        logger.warning(f"doc {item}: cannot score ({reason})")
+        return {"reference": None, "parsed": None, "valid": False, "correct": False, "reason": reason}
 
 
 # Ready-made process_docs for data already in the task schema (as the demo and PATHBIND_DATA copies are).

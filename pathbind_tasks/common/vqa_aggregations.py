@@ -1,26 +1,37 @@
 """The VQA aggregations over per-document score records, as lmms-eval hands them to the metrics declared in
 :mod:`pathbind_tasks.common.metrics`.
 
-A record is ``{"id": str, "condition": str, "correct": bool, "valid": bool, "dimension": str | None}``, plus
-the ``task`` that scored it where known; the list holds every document of every rank, in no particular order,
-so items are paired by id. A condition with items missing is logged by its ``acc_<condition>`` metric.
+A record is ``{"id": str, "cluster": str | None, "condition": str, "correct": bool, "valid": bool,
+"parsed": str | None, "dimension": str | None}``, plus the ``task`` that scored it where known; the list holds
+every document of every rank, in no particular order, so items are paired by id. A condition with items missing
+is logged by its ``acc_<condition>`` metric.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from functools import partial
+from typing import Any
 
+import numpy as np
 from loguru import logger
 
-from pathbind_metrics.vqa import accuracy, multimodal_gain, paired_bootstrap_ci
+from pathbind_metrics import resampling as rs
+from pathbind_metrics.vqa import accuracy, multimodal_gain
+from pathbind_tasks.common.clusters import cluster_keys
+from pathbind_tasks.common.conditions import ABLATION_CONDITIONS
 
 Records = list[Mapping]
 
 
-def _correct_by_id(records: Iterable[Mapping], condition: str, dimension: str | None = None) -> dict[str, bool]:
-    return {r["id"]: bool(r["correct"]) for r in records
+def _records_by_id(records: Iterable[Mapping], condition: str, dimension: str | None = None) -> dict[str, Mapping]:
+    return {r["id"]: r for r in records
             if r["condition"] == condition and (dimension is None or r.get("dimension") == dimension)}
+
+
+def _correct_by_id(records: Iterable[Mapping], condition: str, dimension: str | None = None) -> dict[str, bool]:
+    return {item: bool(r["correct"]) for item, r in _records_by_id(records, condition, dimension).items()}
 
 
 def _paired(records: Records, dimension: str | None = None) -> tuple[list[bool], list[bool]]:
@@ -99,9 +110,161 @@ def by_dimension(records: Records) -> dict[str, dict[str, float]]:
     return table
 
 
-def ci95(records: Records) -> dict[str, list[float]]:
-    """95% paired-bootstrap CIs (2,000 resamples, seed 0) of acc_image, acc_text and mg."""
-    if not _correct_by_id(records, "text"):
-        image = list(_correct_by_id(records, "image").values())
-        return {"acc_image": list(paired_bootstrap_ci(image, image)["acc_image"])}
-    return {name: list(bounds) for name, bounds in paired_bootstrap_ci(*_paired(records)).items()}
+def ci95(records: Records) -> dict[str, Any]:
+    """95% cluster-bootstrap intervals (2,000 resamples, seed 0; :mod:`pathbind_metrics.resampling`) of acc_image,
+    acc_text and mg over the items answered with and without the image (acc_image alone without a text
+    condition), of each ablation's drop, and of the same per diagnostic dimension. Each interval names what it
+    resampled (the task's cluster: by default the image), how many clusters and items, and its design effect."""
+    intervals = _intervals(records)
+    dimensions = sorted({str(r["dimension"]) for r in records if r.get("dimension")})
+    if dimensions:
+        intervals["by_dimension"] = {dimension: _intervals(records, dimension) for dimension in dimensions}
+    return intervals
+
+
+def _intervals(records: Records, dimension: str | None = None) -> dict[str, Any]:
+    """A task's condition set holds text (full), ablations, or the image alone: the intervals of what it ran."""
+    image, text = _records_by_id(records, "image", dimension), _records_by_id(records, "text", dimension)
+    if text:
+        return {"acc_image": _interval(image, text, rs.mean_of(0, 2, 100.0)),
+                "acc_text": _interval(image, text, rs.mean_of(1, 2, 100.0)),
+                "mg": _interval(image, text, rs.difference_of_means(0, 1, 2, 100.0))}
+    intervals = {"acc_image": _interval(image, image, rs.mean_of(0, 2, 100.0))}
+    for condition in ABLATION_CONDITIONS:
+        ablated = _records_by_id(records, condition, dimension)
+        if ablated:
+            intervals[f"drop_{condition}"] = _interval(image, ablated, rs.difference_of_means(0, 1, 2, 100.0))
+    return intervals
+
+
+def _interval(image: dict[str, Mapping], other: dict[str, Mapping], statistic: rs.Statistic) -> dict[str, Any]:
+    """``statistic`` over the columns (correct with the image, correct under the other condition, 1) of the items
+    answered under both, resampled by cluster."""
+    ids = sorted(image.keys() & other.keys())
+    keys, cluster = cluster_keys([image[i] for i in ids])
+    columns = [[float(image[i]["correct"]), float(other[i]["correct"]), 1.0] for i in ids]
+    return rs.cluster_interval(statistic, columns, keys, cluster=cluster)
+
+
+REPLACEMENTS = ("blank", "swap_same", "swap_cross")  # the real image replaced by a blank or another item's image
+SWAPS = ("swap_same", "swap_cross")
+
+
+def reliance(records: Records) -> dict[str, Any]:
+    """Does the answer depend on the image? The measures of "Beyond Accuracy: Evaluating Visual Grounding in
+    Multimodal Medical Reasoning" (Zafar, Murali, Vashist; arXiv 2603.03437) from the conditions the task ran,
+    each with its 95% cluster interval:
+
+    - ``vrs``, the Visual Reliance Score: accuracy with the real image minus accuracy with another item's image,
+      per swap condition, in points (the paper's fraction x 100);
+    - ``image_sensitivity``: the percentage of items whose answer changes when the real image is replaced (by a
+      swap, as in the paper; also by a blank image, or removed), right or wrong;
+    - ``invariant``: the percentage of items whose answer is the same with the real image and with every
+      replacement run, the image-invariant answers the paper's Hallucinated Visual Reasoning Rate counts when their
+      reasoning also claims to see something. That rate itself needs a detector of visual claims, which the paper
+      does not specify, so it is not computed.
+
+    An answer survives a replacement when the replacement gets the same valid answer; an invalid answer there (no
+    answer, a refusal, unparseable text) is a change. Items without a valid answer with the real image have nothing
+    to compare and are left out, counted in ``invalid_left_out``.
+    """
+    image = _records_by_id(records, "image")
+    replaced = {c: _records_by_id(records, c) for c in ("text", *REPLACEMENTS)}
+    replaced = {c: found for c, found in replaced.items() if found}
+    measures: dict[str, Any] = {}
+    swaps = [c for c in SWAPS if c in replaced]
+    if swaps:
+        measures["vrs"] = {c: _estimate(image, [replaced[c]], _vrs_columns) for c in swaps}
+    if replaced:
+        measures["image_sensitivity"] = {c: _estimate(image, [found], _changed_columns)
+                                         for c, found in replaced.items()}
+    images = [replaced[c] for c in REPLACEMENTS if c in replaced]
+    if images:
+        measures["invariant"] = {"conditions": [c for c in REPLACEMENTS if c in replaced],
+                                 **_estimate(image, images, _unchanged_columns)}
+    return measures
+
+
+def _estimate(image: dict[str, Mapping], others: list[dict[str, Mapping]],
+              columns_of: Callable[[Mapping, list[Mapping]], list[float] | None]) -> dict[str, Any]:
+    """The value and interval of ``mean(column 0)`` (percent) over the items answered under every condition, with
+    the columns ``columns_of(image record, other records)`` gives (None: an item left out for an invalid answer)."""
+    ids = sorted(set(image).intersection(*others))
+    rows = {i: columns_of(image[i], [other[i] for other in others]) for i in ids}
+    kept = [i for i in ids if rows[i] is not None]
+    columns = [row for row in (rows[i] for i in kept) if row is not None]
+    keys, cluster = cluster_keys([image[i] for i in kept])
+    statistic = rs.mean_of(0, 1, 100.0)
+    value = float(statistic(np.asarray(columns).sum(axis=0))) if columns else math.nan
+    return {"value": value, "ci95": rs.cluster_interval(statistic, columns, keys, cluster=cluster),
+            "invalid_left_out": len(ids) - len(kept)}
+
+
+def _vrs_columns(image: Mapping, others: list[Mapping]) -> list[float]:
+    return [float(image["correct"]) - float(others[0]["correct"]), 1.0]
+
+
+def _same_answer(image: Mapping, other: Mapping) -> bool:
+    return bool(other["valid"]) and other["parsed"] == image["parsed"]
+
+
+def _changed_columns(image: Mapping, others: list[Mapping]) -> list[float] | None:
+    return [float(not _same_answer(image, others[0])), 1.0] if image["valid"] else None
+
+
+def _unchanged_columns(image: Mapping, others: list[Mapping]) -> list[float] | None:
+    return [float(all(_same_answer(image, other) for other in others)), 1.0] if image["valid"] else None
+
+
+def repeats(records: Records) -> dict[str, Any]:
+    """Under lmms-eval's ``--repeats N`` (with sampled decoding): per condition, the percentage of items whose N
+    answers are one and the same valid answer (with its 95% cluster interval), and each headline (accuracy per
+    condition, mg, each drop) computed from each of the N answers, with its mean, standard deviation and range.
+    Items stay paired by id and clustered as in a plain run; the other metrics score the first answer. ``{"n": 1}``
+    for a run without repeats."""
+    repeated = [r for r in records if r.get("repeats")]
+    if not repeated:
+        return {"n": 1}
+    n = min(len(r["repeats"]) for r in repeated)
+    by_repeat = [[{**r, **r["repeats"][k]} if r.get("repeats") else r for r in records] for k in range(n)]
+    conditions = sorted({str(r["condition"]) for r in records})
+    agreement = {}
+    for condition in conditions:
+        answered = sorted(_records_by_id(records, condition).items())
+        keys, cluster = cluster_keys([r for _, r in answered])
+        columns = [[float(_all_agree(r, n)), 1.0] for _, r in answered]
+        agreement[condition] = {"value": _percent_of(columns),
+                                "ci95": rs.cluster_interval(rs.mean_of(0, 1, 100.0), columns, keys, cluster=cluster)}
+    spread = {name: _spread([headline(run) for run in by_repeat]) for name, headline in _headlines(conditions).items()}
+    return {"n": n, "agreement": agreement, "spread": spread}
+
+
+def _all_agree(record: Mapping, n: int) -> bool:
+    answers = record.get("repeats") or [record]
+    return len(answers) >= n and all(a["valid"] for a in answers[:n]) and len({a["parsed"] for a in answers[:n]}) == 1
+
+
+def _percent_of(columns: list[list[float]]) -> float:
+    return float(100.0 * sum(c[0] for c in columns) / len(columns)) if columns else math.nan
+
+
+def _headlines(conditions: list[str]) -> dict[str, Callable[[Records], float]]:
+    headlines: dict[str, Callable[[Records], float]] = {
+        f"acc_{c}": partial(_accuracy_of, condition=c) for c in conditions}
+    if "text" in conditions:
+        headlines["mg"] = mg
+    headlines.update({f"drop_{c}": partial(accuracy_drop, condition=c) for c in conditions
+                      if c in ABLATION_CONDITIONS})
+    return headlines
+
+
+def _accuracy_of(records: Records, condition: str) -> float:
+    """Accuracy under ``condition``, without :func:`condition_accuracy`'s warning (each repeat would repeat it)."""
+    return accuracy(list(_correct_by_id(records, condition).values()))
+
+
+def _spread(values: list[float]) -> dict[str, Any]:
+    array = np.asarray(values, dtype=float)
+    return {"per_repeat": [float(v) for v in array], "mean": float(array.mean()),
+            "sd": float(array.std(ddof=1)) if array.size > 1 else math.nan,
+            "min": float(array.min()), "max": float(array.max())}

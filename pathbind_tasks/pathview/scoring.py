@@ -84,7 +84,8 @@ def scorer(judge: Judge, kind: str) -> Callable[[dict[str, Any], list[str]], dic
 
     def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
         text = results[0] if results else ""
-        record: dict[str, Any] = {"id": str(doc.get("id")), "source": doc.get("source"), "trap": doc.get("trap"),
+        record: dict[str, Any] = {"id": str(doc.get("id")), "cluster": doc.get("cluster"), "kind": kind,
+                                  "source": doc.get("source"), "trap": doc.get("trap"),
                                   "reference": None, "parsed": None, "reason": "", "box_frame": doc.get("box_frame"),
                                   "box_pixels": None}
         try:

@@ -47,7 +47,7 @@ def test_vqa_table_has_the_papers_form(report):
 def test_grounding_table_and_notes(report):
     """Table 3 in percent with CIs; the blind control's unscored items are a note, not a crash."""
     markdown = (report / "report.md").read_text()
-    assert re.search(r"\| pathbind_control \| \*\*79\.\d \[79\.\d, 80\.0\]\*\* \|", markdown)
+    assert re.search(r"\| pathbind_control \| \*\*79\.\d \[79\.\d, 80\.0; 24 images\]\*\* \|", markdown)
     assert "| pathbind_blind | n/a | n/a | n/a |" in markdown
     assert "0 of 24 items scored" in markdown and "attention map is constant after smoothing (24)" in markdown
 
@@ -193,3 +193,13 @@ def test_a_missing_audit_path_is_a_clear_error(tmp_path):
     write_results(tmp_path / "a", "model_a", {"pathbind_demo_vqa": {"acc_image": 90.0}})
     with pytest.raises(ReportError, match=r"--audit .*nope\.json: no such file or folder"):
         build_report([tmp_path / "a"], tmp_path / "out", overlays=0, audits=[tmp_path / "nope.json"])
+
+
+@pytest.mark.slow
+def test_the_pairs_section_shows_the_clustered_paired_changes(report):
+    """--pairs blind:control: the paired-change table of `pathbind pairs`, with the clusters resampled and Holm's p."""
+    markdown = (report / "report.md").read_text()
+    assert "Paired changes, tuned − general" in markdown
+    row = next(line for line in markdown.splitlines()
+               if line.startswith("| pathbind_blind → pathbind_control | pathbind_demo_vqa | ΔMG"))
+    assert "60 (image)" in row

@@ -155,3 +155,18 @@ def test_mismatched_lengths_are_an_error():
     """Values and partitions must pair up."""
     with pytest.raises(ValueError, match="differ in length: 2 vs 1"):
         stratified_metric([1.0, 0.0], [PATIENT])
+
+
+def test_the_gap_resamples_cases_not_items():
+    """Ten items per case, answered alike within a case: the partitions count their cases, and the gap's interval
+    is wider than with every item its own case, by a design effect near 10."""
+    rng = np.random.default_rng(4)
+    per_case = np.repeat((rng.random(60) < 0.5).astype(float), 10)
+    partitions = ["patient-leaked"] * 300 + ["clean"] * 300
+    cases = [f"TCGA-AA-{i // 10:04d}" for i in range(600)]
+    clustered = stratified_metric(per_case, partitions, clusters=cases, n_resamples=1000)
+    items = stratified_metric(per_case, partitions, n_resamples=1000)
+    assert clustered["clean"]["clusters"] == 30 and items["clean"]["clusters"] == 300
+    assert 6 < clustered["gap"]["design_effect"] < 14 and items["gap"]["design_effect"] == 1.0
+    width = clustered["gap"]["ci_high"] - clustered["gap"]["ci_low"]
+    assert width > 2.5 * (items["gap"]["ci_high"] - items["gap"]["ci_low"])

@@ -41,11 +41,29 @@ def test_blind_control_is_unaffected_by_ablations(demo_blind, condition):
     assert abs(metric(demo_blind, "pathbind_demo_vqa_ablation", f"drop_{condition}")) <= 5
 
 
+def test_the_reliance_measures_separate_the_controls(demo_control, demo_blind):
+    """Visual Reliance Score and Image Sensitivity (arXiv 2603.03437): the control relies on the image, with the
+    whole interval above 0; the blind control's answers never change, so every answer is image-invariant."""
+    control = metric(demo_control, "pathbind_demo_vqa_ablation", "reliance")
+    blind = metric(demo_blind, "pathbind_demo_vqa_ablation", "reliance")
+    for swap in ("swap_same", "swap_cross"):
+        assert control["vrs"][swap]["value"] >= 50 and control["vrs"][swap]["ci95"]["low"] > 0
+        assert abs(blind["vrs"][swap]["value"]) <= 5
+    for condition in ("blank", "swap_same", "swap_cross"):
+        assert control["image_sensitivity"][condition]["value"] >= 50
+        assert blind["image_sensitivity"][condition]["value"] == 0
+    assert blind["invariant"]["value"] == 100 and control["invariant"]["value"] <= 50
+    assert blind["invariant"]["conditions"] == ["blank", "swap_same", "swap_cross"]
+    text_only = metric(demo_control, "pathbind_demo_vqa", "reliance")
+    assert list(text_only) == ["image_sensitivity"] and list(text_only["image_sensitivity"]) == ["text"]
+
+
 def test_positive_control_localises_what_it_is_asked_about(demo_control):
     """The control's evidence maps overlap the named quadrant and change with the expression."""
     assert metric(demo_control, "pathbind_demo_grounding", "attn_iou") >= 0.5
     assert metric(demo_control, "pathbind_demo_grounding", "cross_query_r") <= 0.5
-    low, high = metric(demo_control, "pathbind_demo_grounding", "attn_ci")["attn_iou"]
+    interval = metric(demo_control, "pathbind_demo_grounding", "attn_ci")["attn_iou"]
+    low, high = interval["low"], interval["high"]
     assert 0.5 <= low <= metric(demo_control, "pathbind_demo_grounding", "attn_iou") <= high
     assert metric(demo_control, "pathbind_demo_grounding", "lost_items") == {"items": 24, "scored": 24}
 
@@ -63,8 +81,9 @@ def test_dimensions_and_confidence_intervals_are_reported(demo_control):
     table = metric(demo_control, "pathbind_demo_vqa", "by_dimension")
     assert sorted(table) == [f"D{i}" for i in range(1, 7)] and {row["n"] for row in table.values()} == {10}
     ci = metric(demo_control, "pathbind_demo_vqa", "ci95")
-    assert ci["mg"][0] <= metric(demo_control, "pathbind_demo_vqa", "mg") <= ci["mg"][1]
-    assert ci["mg"][0] > 30
+    assert ci["mg"]["low"] <= metric(demo_control, "pathbind_demo_vqa", "mg") <= ci["mg"]["high"]
+    assert ci["mg"]["low"] > 30 and ci["mg"]["cluster"] == "image" and ci["mg"]["items"] == 60
+    assert set(ci["by_dimension"]) == set(table) and ci["by_dimension"]["D1"]["acc_image"]["items"] == 10
 
 
 @pytest.mark.parametrize("task", VQA_TASKS)

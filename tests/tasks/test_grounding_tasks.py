@@ -1,25 +1,23 @@
-"""Grounding tasks: the attention-map protocol, alternatives, per-item records, loaders, ``pathbind pairs``."""
+"""Grounding tasks: the attention-map protocol, alternatives, per-item records, loaders."""
 
 from __future__ import annotations
 
 import io
 import json
 import math
-import shutil
 import zipfile
 from pathlib import Path
 
 import datasets
 import numpy as np
 import pytest
-from conftest import BIN, lmms_eval, metric, run
+from conftest import lmms_eval, metric
 from loguru import logger
 from PIL import Image
 
 from pathbind import make_plugin_manager
 from pathbind.catalog import plugin_tasks, read_task_yaml
 from pathbind.data import apply_data_root
-from pathbind.provenance import fingerprint
 from pathbind.requests import AttentionResponse
 from pathbind_metrics import grounding
 from pathbind_tasks.common import grounding as grounding_task
@@ -72,8 +70,9 @@ def test_aggregations_average_scored_items_and_bracket_them():
     records = [ga.item_record(maps, [0, 0, 8, 8], (16, 16)), ga.item_record(["no map"], [0, 0, 8, 8], (16, 16))]
     iou = ga.headline_value(records, "iou")
     assert iou == records[0]["iou"]["0.2"]
-    low, high = ga.bootstrap_intervals(records)["attn_iou"]
-    assert low == high == iou  # one scored item: every resample is that item
+    interval = ga.bootstrap_intervals(records)["attn_iou"]
+    assert interval["low"] == interval["high"] == iou  # one scored item: every resample is that item
+    assert (interval["cluster"], interval["clusters"], interval["items"]) == ("item", 1, 1)
     assert set(ga.q_sweep(records)) == {str(q) for q in ga.Q_SWEEP}
     layers = ga.layer_sweep(records)
     assert layers["mid"]["iou"] == iou and layers["deep"]["iou"] < iou
@@ -192,69 +191,6 @@ def test_pathvg_reads_the_public_hub_release_by_default(monkeypatch):
         config = apply_data_root(read_task_yaml(path))
         assert config["dataset_path"] == "fengluo/RefPath"
         assert config["dataset_kwargs"]["data_files"] == {"test": f"{split}.jsonl"}
-
-
-# ----------------------------------------------------------------------------------------- pathbind pairs
-
-
-def test_pairs_reports_the_change_in_gain_with_a_paired_interval(tmp_path):
-    from pathbind_metrics.pairs import delta_mean, delta_mg, ranking_agreement
-
-    general = ([True] * 8 + [False] * 2, [True] * 3 + [False] * 7)  # MG 50
-    tuned = ([True] * 9 + [False] * 1, [True] * 8 + [False] * 2)  # MG 10
-    change = delta_mg(general, tuned, seed=1)
-    assert change["delta"] == pytest.approx(-40) and change["low"] <= -40 <= change["high"] and change["n"] == 10
-    same = delta_mean([0.2, 0.4, math.nan], [0.2, 0.4, 0.9])
-    assert same == {"delta": 0.0, "low": 0.0, "high": 0.0, "n": 2}
-    tau = ranking_agreement({"iou": [0.1, 0.2, 0.3], "same": [1, 2, 3], "reversed": [3, 2, 1], "one": [1, 2, math.nan]},
-                            "iou")
-    assert tau["same"] == 1.0 and tau["reversed"] == -1.0 and tau["one"] == 1.0
-
-
-def test_pairs_command_rejects_a_malformed_pair(tmp_path):
-    done = run([str(BIN / "pathbind"), "pairs", str(tmp_path)], cwd=tmp_path)
-    assert done.returncode == 1 and "GENERAL:TUNED" in done.stderr
-
-
-def edited_run(run_dir: Path, copy: Path, edit) -> Path:
-    """A copy of a run folder whose results.json files have ``edit(results)`` applied."""
-    shutil.copytree(run_dir, copy)
-    for file in copy.rglob("*_results.json"):
-        results = json.loads(file.read_text())
-        edit(results)
-        file.write_text(json.dumps(results))
-    return copy
-
-
-def one_row_fewer(results: dict) -> None:
-    """The VQA record as a run on the same file with one row fewer would write it."""
-    record = results["pathbind"]["data"]["pathbind_demo_vqa"]
-    record["rows"]["test"] -= 1
-    record["fingerprint"] = fingerprint(record)
-
-
-@pytest.mark.slow
-def test_pairs_refuses_runs_on_different_data_and_warns_on_a_run_without_a_record(demo_control, demo_blind,
-                                                                                  tmp_path):
-    """Demo runs of both controls compare; a run whose VQA data had one row fewer is refused in one line naming the
-    task and the rows; a run with no data record (an older run) is compared, with a warning."""
-    control, blind = demo_control["out"], demo_blind["out"]
-
-    def pairs(general: Path, tuned: Path):
-        return run([str(BIN / "pathbind"), "pairs", f"{general}:{tuned}", "--vqa-task", "pathbind_demo_vqa",
-                    "--grounding-task", "pathbind_demo_grounding", "--n-resamples", "20"], cwd=tmp_path)
-
-    same = pairs(control, blind)
-    assert same.returncode == 0 and "warning" not in same.stderr, same.stderr[-2000:]
-    fewer = edited_run(blind, tmp_path / "fewer", one_row_fewer)
-    refused = pairs(control, fewer)
-    assert refused.returncode == 1 and refused.stderr.splitlines() == [
-        f"pathbind pairs: error: task pathbind_demo_vqa: {control} and {fewer} ran on different data "
-        "(rows test: 60 vs 59); rerun both on the same data"]
-    older = edited_run(blind, tmp_path / "older", lambda results: results["pathbind"].pop("data"))
-    warned = pairs(control, older)
-    assert warned.returncode == 0 and "ΔMG" in warned.stdout
-    assert f"pathbind pairs: warning: {older} has no record of the data task pathbind_demo_vqa read" in warned.stderr
 
 
 @pytest.mark.parametrize("process_docs", [grounding_task.process_docs, grounding_task.by_split_testa])

@@ -211,3 +211,26 @@ def test_prompts_ask_for_the_items_frame_and_offer_the_refusal_form():
 def test_every_kind_has_a_scorer_and_a_template():
     """Each task kind is wired to an answer format its template and scorer share."""
     assert {kind.answer_format for kind in KINDS.values()} == {"box", "choice", "count", "description"}
+
+
+def test_intervals_use_the_definitions_of_the_point_values():
+    """Each kind's ci95 statistic, evaluated on all items, is the point value the task reports (macro-F1 over the
+    classes present, MAE over answered items only); traps get srr, other kinds their false refusal rate."""
+    options = ["upper left", "upper right", "lower left", "lower right"]
+    answers = ("upper left", "lower right", "lower left", "upper left")
+    items = docs("choice", *({"options": options, "answer": a} for a in answers))
+    bins = [score(scoring.score_bins, item, text) for item, text in
+            zip(items, ("<answer>A</answer>", "<answer>D</answer>", "<answer>B</answer>", "no idea"), strict=True)]
+    columns, statistic = aggregations._f1_columns(bins)
+    assert float(statistic(columns.sum(axis=0))) == pytest.approx(aggregations.macro_f1(bins))
+    intervals = aggregations.ci95(bins)
+    assert set(intervals) == {"macro_f1", "false_refusal_rate"} and intervals["macro_f1"]["items"] == 4
+    counts = docs("count", {"count": 5}, {"count": 3}, {"count": 1})
+    records = [score(scoring.score_count, doc, text) for doc, text in
+               zip(counts, ("<answer>7</answer>", "<answer>a few</answer>", "<answer>1</answer>"), strict=True)]
+    columns, statistic = aggregations._mae_columns(records)
+    assert float(statistic(columns.sum(axis=0))) == aggregations.mae(records) == 1.0
+    mae = aggregations.ci95(records)["mae"]
+    assert 0.0 <= mae["low"] <= 1.0 <= mae["high"] <= 2.0 and mae["cluster"] == "item"
+    trap = docs("choice_trap", {"options": options})[0]
+    assert set(aggregations.ci95([score(scoring.score_trap, trap, "<answer>A</answer>")])) == {"srr"}

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import pytest
+
 from pathbind_tasks.common.metrics import VQA, declared
 from pathbind_tasks.common.vqa_aggregations import (
     UNPAIRED_CAUSES,
@@ -92,3 +95,41 @@ def test_complete_items_log_nothing(logged_warnings):
     for name in ("acc_image", "acc_text", "mg"):
         AGGREGATE[name](records)
     assert logged_warnings == []
+
+
+def repeated(item: str, condition: str, answers: list[str], reference: str = "A") -> dict:
+    """A record as process_results writes it under --repeats: the first answer scored, each of them kept."""
+    scored = [{"parsed": a or None, "valid": bool(a), "correct": a == reference} for a in answers]
+    return {"id": item, "condition": condition, "dimension": None, **scored[0], "repeats": scored}
+
+
+def test_repeats_report_agreement_and_the_spread_of_each_headline():
+    """Three repeats of four items: agreement counts items with one valid answer thrice; each headline is
+    computed from each repeat; the other metrics score the first answer."""
+    records = [repeated("1", "image", ["A", "A", "A"]), repeated("1", "text", ["B", "B", "B"]),
+               repeated("2", "image", ["A", "B", "A"]), repeated("2", "text", ["A", "A", "A"]),
+               repeated("3", "image", ["A", "A", ""]), repeated("3", "text", ["B", "A", "B"]),
+               repeated("4", "image", ["C", "C", "C"]), repeated("4", "text", ["C", "C", "C"])]
+    result = AGGREGATE["repeats"](records)
+    assert result["n"] == 3
+    assert result["agreement"]["image"]["value"] == 50.0 and result["agreement"]["text"]["value"] == 75.0
+    assert result["agreement"]["image"]["ci95"]["items"] == 4
+    assert result["spread"]["acc_image"]["per_repeat"] == [75.0, 50.0, 50.0]
+    assert result["spread"]["mg"]["per_repeat"] == [50.0, 0.0, 25.0]
+    assert result["spread"]["acc_image"]["sd"] == pytest.approx(np.std([75, 50, 50], ddof=1))
+    assert AGGREGATE["acc_image"](records) == 75.0 and AGGREGATE["mg"](records) == 50.0
+    assert AGGREGATE["repeats"]([record("1", "image", True)]) == {"n": 1}
+
+
+def test_every_response_passes_one_answer_as_take_first_does_and_several_as_a_list():
+    from pathbind_tasks.common.repeats import EveryResponse, every_response
+    from pathbind_tasks.common.vqa import process_results
+
+    assert EveryResponse().apply([["a"], ["b", "c"], []], None) == ["a", ["b", "c"], ""]
+    assert every_response(["x"]) == ["x"] and every_response([["x", "y"]]) == ["x", "y"] and every_response([]) == []
+    doc = {"id": "q", "question": "Q?", "options": ["p", "q"], "answer": "B", "answer_format": "mcq",
+           "condition": "image", "condition_set": "full"}
+    plain = process_results(doc, ["<answer>B</answer>"])["acc_image"]
+    assert plain["correct"] and "repeats" not in plain
+    several = process_results(doc, [["<answer>B</answer>", "<answer>A</answer>"]])["acc_image"]
+    assert several["correct"] and [r["parsed"] for r in several["repeats"]] == ["B", "A"]
