@@ -224,7 +224,13 @@ def _strict(value: Any) -> Any:
 
 def _display(row: dict[str, Any]) -> dict[str, Any]:
     interval = row["ci95"]
+    change = (f"{row['delta']:+.3g} [{interval['low']:.3g}, {interval['high']:.3g}]" if math.isfinite(row["delta"])
+              else "n/a")
     return {"general": row["general"], "tuned": row["tuned"], "task": row["task"], "measure": row["measure"],
-            "change [95% CI]": f"{row['delta']:+.3g} [{interval['low']:.3g}, {interval['high']:.3g}]",
-            "resampled": f"{interval['clusters']} {interval['cluster']} clusters", "design effect":
-            interval["design_effect"], "p": row["p"], "p (Holm)": row["p_holm"], "n": row["n"]}
+            "change [95% CI]": change, "resampled": f"{interval['clusters']} {interval['cluster']} clusters",
+            "design effect": _shown(interval["design_effect"], ".2f"), "p": _shown(row["p"], ".2g"),
+            "p (Holm)": _shown(row["p_holm"], ".2g"), "n": row["n"]}
+
+
+def _shown(value: float, spec: str) -> str:
+    return format(value, spec) if math.isfinite(value) else "n/a"
