@@ -29,10 +29,11 @@ def add_pairs_command(subparsers: argparse._SubParsersAction) -> None:
                     "and by pixel-AP.")
     parser.add_argument("pairs", nargs="+", metavar="GENERAL:TUNED", help="two output folders joined by ':'")
     parser.add_argument("--vqa-task", action="append", metavar="TASK",
-                        help=f"a VQA task giving ΔAcc and ΔMG; repeat for several (default {DEFAULT_VQA})")
+                        help="a VQA task giving ΔAcc and ΔMG; repeat for several (default, when neither task option is "
+                             f"given: {DEFAULT_VQA})")
     parser.add_argument("--grounding-task", action="append", metavar="TASK",
-                        help="a grounding task giving ΔIoU and ΔRecall; repeat for several "
-                             f"(default {DEFAULT_GROUNDING})")
+                        help="a grounding task giving ΔIoU and ΔRecall; repeat for several (default, when neither "
+                             f"task option is given: {DEFAULT_GROUNDING})")
     parser.add_argument("--n-resamples", type=int, default=2000, help="bootstrap resamples (default 2000)")
     parser.add_argument("--n-permutations", type=int, default=10000, help="sign-flip permutations (default 10000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of resamples and permutations (default 0)")
@@ -47,7 +48,9 @@ def run(args: argparse.Namespace) -> int:
         if min(args.n_resamples, args.n_permutations) < 1:
             raise ValueError("--n-resamples and --n-permutations must be at least 1")
         pairs = [_split_pair(text) for text in args.pairs]
-        tasks = {"vqa": args.vqa_task or [DEFAULT_VQA], "grounding": args.grounding_task or [DEFAULT_GROUNDING]}
+        given = args.vqa_task or args.grounding_task  # either option alone compares only what it names
+        tasks = {"vqa": args.vqa_task or ([] if given else [DEFAULT_VQA]),
+                 "grounding": args.grounding_task or ([] if given else [DEFAULT_GROUNDING])}
         rows = [row for general, tuned in pairs for row in compare(general, tuned, tasks, _options(args))]
         runs = list(dict.fromkeys(path for pair in pairs for path in pair))
         agreement = {}
@@ -57,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"pathbind pairs: error: {exc}", file=sys.stderr)
         return 1
     if not any(row["n"] for row in rows):
-        print("pathbind pairs: error: no item was evaluated by both models of any pair", file=sys.stderr)
+        print("pathbind pairs: error: nothing to compare: no item has a value of any measure under both models of "
+              "any pair", file=sys.stderr)
         return 1
     if args.json:
         print(json.dumps(_strict({"pairs": rows, "kendall_tau_vs_iou_q0.2": agreement}), indent=2, allow_nan=False))

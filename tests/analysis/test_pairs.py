@@ -132,6 +132,11 @@ def test_pairs_compares_clustered_and_refuses_what_cannot_be_paired(demo_control
     assert wrong.returncode == 1 and len(wrong.stderr.splitlines()) == 1, wrong.stderr
     assert "hold no PathBind VQA record under 'acc_image'" in wrong.stderr and "Traceback" not in wrong.stderr
 
+    nothing = run([str(BIN / "pathbind"), "pairs", f"{blind}:{blind}", "--grounding-task", "pathbind_demo_grounding"],
+                  cwd=tmp_path)  # the blind control's IoU is undefined on every item
+    assert nothing.returncode == 1 and nothing.stderr.splitlines() == [
+        "pathbind pairs: error: nothing to compare: no item has a value of any measure under both models of any pair"]
+
     older = edited_run(blind, tmp_path / "older", without_data_record)
     warned = pairs(control, older)
     assert warned.returncode == 0 and "ΔMG" in warned.stdout and "P (HOLM)" in warned.stdout
