@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -79,13 +80,15 @@ def child(argv: list[str], out: Path) -> None:
     _record_generate(out / "generate.jsonl")
     sys.argv = ["lmms_eval", *argv]
     cli_evaluate()
-    print(json.dumps({"model_seconds": stages.figures["model"]["seconds"]}))
+    model = stages.figures.get("model")  # absent when the wrapper failed (lmms-eval logs it and exits 0)
+    print(json.dumps({"model_seconds": model and model["seconds"]}))
 
 
 # --- the parent -------------------------------------------------------------------------------------------------
 
 
 def run(model: str, model_args: str, batch: int, args: argparse.Namespace, scratch: Path, label: str) -> dict:
+    """Seconds per item of the model stage and the generate calls; or the wrapper's error."""
     out = scratch / label
     out.mkdir()
     argv = ["--model", model, "--model_args", model_args, "--tasks", TASK, "--limit", str(args.limit),
@@ -94,9 +97,12 @@ def run(model: str, model_args: str, batch: int, args: argparse.Namespace, scrat
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
     done = subprocess.run([sys.executable, __file__, "--child", str(out), "--", *argv], env=env,
                           capture_output=True, text=True)
-    if done.returncode != 0 or not done.stdout.strip():
-        raise RuntimeError(f"{label} failed:\n{done.stderr[-4000:]}")
-    seconds = json.loads(done.stdout.strip().splitlines()[-1])["model_seconds"]
+    last = (done.stdout.strip().splitlines() or ["{}"])[-1]
+    seconds = json.loads(last).get("model_seconds") if last.startswith("{") else None
+    if done.returncode != 0 or seconds is None:
+        errors = [line for line in done.stderr.splitlines() if re.match(r"\w+(Error|Exception): ", line)]
+        return {"error": errors[-1] if errors else done.stderr[-500:]}
+    print(f"{label}: {seconds / args.limit:.3f} s per item", file=sys.stderr, flush=True)
     calls = [json.loads(line) for line in (out / "generate.jsonl").read_text().splitlines()]
     return {"seconds_per_item": seconds / args.limit, "calls": calls}
 
@@ -144,6 +150,10 @@ def family_rows(family: str, args: argparse.Namespace, scratch: Path) -> list[di
         for variant, extra in variants.items():
             native = run(model, f"pretrained={checkpoint},{CPU}{extra}", batch, args, scratch,
                          f"{family}-{model}-{variant}-{batch}")
+            if "error" in native or "error" in ours:
+                rows.append({"family": family, "native": model, "native_args": variant, "batch_size": batch,
+                             "error_native": native.get("error"), "error_pathbind": ours.get("error")})
+                continue
             ratio = ours["seconds_per_item"] / native["seconds_per_item"]
             rows.append({"family": family, "native": model, "native_args": variant, "batch_size": batch,
                          "seconds_per_item_pathbind": round(ours["seconds_per_item"], 4),
