@@ -58,10 +58,13 @@ def _record_generate(path: Path) -> None:
         ids, mask = kwargs["input_ids"], kwargs.get("attention_mask")
         width = ids.shape[1]
         sequences = output if not hasattr(output, "sequences") else output.sequences
+        pixels = kwargs.get("pixel_values")  # the call's image input: its sum tells two runs' pixels apart
+        checksum = None if pixels is None else float(pixels.double().sum())
         with open(path, "a") as out:
             for row in range(ids.shape[0]):
                 prompt = ids[row] if mask is None else ids[row][mask[row].bool()]
-                out.write(json.dumps({"prompt": prompt.tolist(), "new": sequences[row, width:].tolist()}) + "\n")
+                out.write(json.dumps({"prompt": prompt.tolist(), "new": sequences[row, width:].tolist(),
+                                     "pixels": checksum if ids.shape[0] == 1 else None}) + "\n")
         return output
 
     GenerationMixin.generate = generate  # type: ignore[method-assign]
@@ -112,9 +115,19 @@ def compare(native: list[dict], ours: list[dict], tokenizer: Any) -> dict[str, A
     answers = {tuple(c["prompt"]): c["new"] for c in native}
     same = [c for c in ours if tuple(c["prompt"]) in answers]
     differing = [c for c in ours if tuple(c["prompt"]) not in answers]
+    agreeing = [c for c in same if answers[tuple(c["prompt"])] == c["new"]]
+    pixels = {tuple(c["prompt"]): c["pixels"] for c in native}
     result: dict[str, Any] = {"prompts": len(ours), "same_token_ids": len(same),
-                              "answers_identical": all(answers[tuple(c["prompt"])] == c["new"] for c in same)
-                              if same else None}
+                              "answers_identical": len(agreeing) == len(same) if same else None,
+                              "identical_answers": len(agreeing),
+                              # batch 1 only: whether the image arrived as the same pixel values
+                              "same_pixel_sums": sum(c["pixels"] is not None and pixels[tuple(c["prompt"])] ==
+                                                     c["pixels"] for c in same),
+                              "new_tokens_mean": [round(sum(len(c["new"]) for c in calls) / len(calls), 2)
+                                                  for calls in (ours, native)]}
+    if len(agreeing) < len(same):  # the first answer that differs, as token ids: where greedy decoding parted
+        first = next(c for c in same if answers[tuple(c["prompt"])] != c["new"])
+        result["first_difference"] = {"pathbind": first["new"], "native": answers[tuple(first["prompt"])]}
     if differing:
         # The first prompt of each run (not always the same document: each orders its requests its own way).
         result["example"] = {"pathbind": _shown(tokenizer, ours[0]["prompt"]),
