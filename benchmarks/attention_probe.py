@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -97,6 +98,12 @@ def measure_time(model_dir: str, tokens: int, repeats: int) -> tuple[dict[str, f
     return {mode: statistics.median(values) for mode, values in times.items()}, int(inputs["input_ids"].shape[1])
 
 
+def _torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--tokens", type=int, default=2048)
@@ -107,6 +114,7 @@ def main() -> None:
     if args.child:
         print(json.dumps(peak_growth(args.model, args.tokens, args.child)))
         return
+    load_before = [round(v, 2) for v in os.getloadavg()]
     with tempfile.TemporaryDirectory() as scratch:
         model_dir = args.model
         if model_dir is None:
@@ -125,6 +133,8 @@ def main() -> None:
         "attention_kept_mb_eager": round(memory["eager"][1] / 2**20, 2),
         "attention_kept_mb_probe": round(memory["probe"][1] / 2**20, 4),
         "mem_ratio_eager_vs_probe": round(eager_extra / probe_extra, 1),
+        "machine": {"cpu_count": os.cpu_count(), "torch_threads": _torch_threads(), "load_average_before": load_before,
+                    "load_average_after": [round(v, 2) for v in os.getloadavg()]},
     }))
 
 

@@ -111,13 +111,15 @@ def dimensions(family: str, smoke: bool, tokenizer_size: int) -> dict[str, Any]:
     return dims
 
 
-def build(family: str, smoke: bool, device: torch.device, dtype: torch.dtype) -> tuple[HFAdapter, int]:
-    """A random-weight ``family`` model at (shrunken) full size, made on ``device``, with the tiny tokenizer and
-    processor (image-token ids kept); also the benchmark's image side in pixels."""
+def build(family: str, smoke: bool, device: torch.device, dtype: torch.dtype,
+          dims: dict[str, Any] | None = None) -> tuple[HFAdapter, int]:
+    """A random-weight ``family`` model at (shrunken) full size, or at ``dims`` (``dimensions``' shape), made on
+    ``device``, with the tiny tokenizer and processor (image-token ids kept); also the benchmark's image side."""
     from transformers import AutoModelForImageTextToText
 
     _, tiny, processor = build_tiny(family)
-    dims = dimensions(family, smoke, len(processor.tokenizer))
+    size = "given dimensions" if dims else "smoke" if smoke else "full size"
+    dims = dims or dimensions(family, smoke, len(processor.tokenizer))
     tiny_dict = tiny.to_dict()
     ids = {k: v for k, v in tiny_dict.items() if k.endswith(("_token_id", "_token_index"))}
     text = {k: tiny_dict["text_config"][k] for k in ("model_type", "bos_token_id", "eos_token_id", "pad_token_id")}
@@ -128,8 +130,7 @@ def build(family: str, smoke: bool, device: torch.device, dtype: torch.dtype) ->
     with torch.device(device):
         model = AutoModelForImageTextToText.from_config(config, dtype=dtype, attn_implementation=probe.register())
     resize_images(processor, family, dims)
-    name = f"random {family} ({'smoke' if smoke else 'full size'})"
-    return HFAdapter.from_model(model, processor, name), dims["image_px"]
+    return HFAdapter.from_model(model, processor, f"random {family} ({size})"), dims["image_px"]
 
 
 def resize_images(processor: Any, family: str, dims: dict[str, Any]) -> None:

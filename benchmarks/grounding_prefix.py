@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -40,6 +41,7 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="small image, one repeat: checks it runs")
     args = parser.parse_args()
     tokens, repeats = (64, 1) if args.smoke else (args.tokens, args.repeats)
+    load_before = [round(v, 2) for v in os.getloadavg()]
 
     import numpy as np
     import torch
@@ -85,7 +87,9 @@ def main() -> None:
         "time_ratio_unshared_vs_one_forward": round(unshared_s / one_forward_s, 3),
         "one_forward_s": round(one_forward_s, 4), "shared_s": round(shared_s, 4), "unshared_s": round(unshared_s, 4),
         "items_per_s_batch1": round(ITEMS / batch1_s, 3), "items_per_s_batch8": round(ITEMS / batch8_s, 3),
-        "max_abs_diff": float(diff)}))
+        "max_abs_diff": float(diff),
+        "machine": {"cpu_count": os.cpu_count(), "load_average_before": load_before,
+                    "load_average_after": [round(v, 2) for v in os.getloadavg()]}}))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 
@@ -26,6 +27,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
+    load_before = [round(v, 2) for v in os.getloadavg()]
     assert install_task_hook(), "the task hook did not install"
     with_hook = TaskManager.initialize_tasks
     plain, hooked = [], []
@@ -40,6 +42,9 @@ def main() -> None:
         "index_seconds_plain": round(statistics.median(plain), 3),
         "index_seconds_hooked": round(statistics.median(hooked), 3),
         "time_ratio_hooked_vs_plain": round(statistics.median(hooked) / statistics.median(plain), 4),
+        "runs_s": {"plain": [round(t, 3) for t in plain], "hooked": [round(t, 3) for t in hooked]},
+        "machine": {"cpu_count": os.cpu_count(), "load_average_before": load_before,
+                    "load_average_after": [round(v, 2) for v in os.getloadavg()]},
     }))
 
 
