@@ -84,7 +84,7 @@ def _run(args: argparse.Namespace) -> int:
     from pathbind_analysis.audit.features_probes import patient_reid, tss_detection
     from pathbind_analysis.audit.features_read import read_table
     from pathbind_analysis.audit.features_similarity import pair_similarities
-    from pathbind_analysis.audit.features_slides import choose_slides
+    from pathbind_analysis.audit.features_slides import choose_slides, unit_scaled
 
     for option, value, least in (("--min-slides", args.min_slides, 2), ("--max-pairs", args.max_pairs, 1),
                                  ("--n-resamples", args.n_resamples, 1)):
@@ -95,17 +95,17 @@ def _run(args: argparse.Namespace) -> int:
     if not slides.ids:
         raise FeatureInputError(f"{args.embeddings.name}: none of its {slides.rows_read:,} rows is usable "
                                 f"({_dropped(slides.dropped)})")
-    sites, cases = slides.sites, slides.cases
+    sites, cases, vectors = slides.sites, slides.cases, unit_scaled(slides.vectors)
     if args.permute_labels:  # jointly: each patient stays within one site, and keeps its number of slides
         order = np.random.default_rng((args.seed, PERMUTE_STREAM)).permutation(len(sites))
         sites, cases = sites[order], cases[order]
     _progress(f"{len(slides.ids):,} slides ({slides.vectors.shape[1]}-d), {len(set(sites)):,} sites, "
               f"{len(set(cases)):,} patients: fitting the TSS probe")
-    tss = tss_detection(slides.vectors, sites, args.min_slides, args.seed, args.n_resamples)
+    tss = tss_detection(vectors, sites, args.min_slides, args.seed, args.n_resamples)
     _progress("fitting the patient re-identification probe")
-    reid = patient_reid(slides.vectors, cases, args.seed, args.n_resamples)
+    reid = patient_reid(vectors, cases, args.seed, args.n_resamples)
     _progress("pair similarities")
-    similarity, values = pair_similarities(slides.vectors, sites, cases, args.max_pairs, args.seed,
+    similarity, values = pair_similarities(vectors, sites, cases, args.max_pairs, args.seed,
                                            args.n_resamples)
     report = _report(args, table, slides, tss, reid, similarity)
     if args.out:
@@ -148,6 +148,11 @@ def _print_summary(report: dict[str, Any], json_path: Path) -> None:
     print(format_table(summary_rows(report)))
     print(f"\n{rows['read']:,} rows read, {rows['used']:,} used"
           + (f"; dropped: {_dropped(rows['dropped'])}" if rows["dropped"] else ""))
+    if rows["repeated_slides"]:
+        first, entry = next(iter(rows["repeated_slides"].items()))
+        print(f"{len(rows['repeated_slides']):,} slide(s) read in several rows, each counted once (rows per slide: "
+              + ", ".join(f"{count:,} × {n}" for n, count in rows["slides_by_rows"].items())
+              + f"); e.g. {first}: {' | '.join(entry['ids'])}")
     if report["permuted_labels"]:
         print("labels permuted (control): expect AUROC ≈ 0.5 and re-identification ≈ chance")
     print(f"wrote {', '.join(map(str, [json_path, *report['outputs'].values()]))}")

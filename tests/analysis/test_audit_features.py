@@ -230,15 +230,15 @@ def test_every_dropped_row_is_counted_with_its_reason(tmp_path, capsys):
     status, report, out, _ = audit_in_process(tmp_path, capsys, str(tmp_path / "dirty.parquet"))
     assert status == 0
     counts = report["rows"]
-    assert counts["dropped"] == {"missing_id": 1, "duplicate_id": 1, "not_tcga_barcode": 1,
+    assert counts["dropped"] == {"missing_id": 1, "repeated_slide": 1, "not_tcga_barcode": 1,
                                  "malformed_tcga_barcode": 1, "non_finite_vector": 1, "missing_vector": 1,
                                  "wrong_dimension": 1, "zero_vector": 1}
     assert counts["read"] == len(rows) and counts["used"] == len(ids) + 1
-    assert counts["dropped_examples"]["duplicate_id"] == [ids[0]]
+    assert counts["dropped_examples"]["repeated_slide"] == [ids[0]]
     assert counts["dropped_examples"]["missing_id"] == [f"row {len(ids)}"]
     assert (report["tss"]["dropped_sites"], report["tss"]["dropped_slides"]) == (1, 1)
     assert report["reid"]["dropped_single_slide_patients"] == 1 and report["reid"]["n_patients"] == 12
-    assert f"{len(rows)} rows read, {len(ids) + 1} used; dropped: 1 missing_id, 1 duplicate_id" in out
+    assert f"{len(rows)} rows read, {len(ids) + 1} used; dropped: 1 missing_id, 1 repeated_slide" in out
 
 
 def test_labels_from_columns_for_non_tcga_ids(cohort, tmp_path, capsys):
@@ -281,3 +281,66 @@ def test_bad_input_is_one_named_error(tmp_path, capsys, write, args, message):
     status, _, _, err = audit_in_process(tmp_path, capsys, *args)
     assert status == 1
     assert err.startswith("pathbind audit-features: error: ") and message in err and err.count("\n") == 1, err
+
+
+def noise_cohort(seed: int = 0, sites: int = 4, patients: int = 4) -> tuple[list[str], np.ndarray]:
+    """Pure-noise embeddings of one slide per patient: nothing to find."""
+    ids = [f"TCGA-{chr(65 + s)}{s}-{s}{p:03d}-01Z-00-DX1" for s in range(sites) for p in range(patients)]
+    return ids, np.random.default_rng(seed).normal(size=(len(ids), DIM))
+
+
+def test_one_slide_under_two_spellings_counts_once(tmp_path, capsys):
+    """Each noise slide listed twice, once as a barcode and once lower-cased inside a path with a UUID and a suffix
+    (with other noise): 16 slides, not 32; no patient to re-identify, no sibling pair; the report says which rows
+    mapped to each slide."""
+    ids, vectors = noise_cohort()
+    again = [f"/data/scans/{i.lower()}.2F0D1F6B-7A31-4C55.svs" for i in ids]
+    more = np.random.default_rng(1).normal(size=vectors.shape)
+    pd.DataFrame({"slide_id": ids + again, "embedding": list(vectors) + list(more)}).to_parquet(tmp_path / "x.parquet")
+    status, report, out, _ = audit_in_process(tmp_path, capsys, str(tmp_path / "x.parquet"))
+    assert status == 0
+    rows = report["rows"]
+    assert (rows["read"], rows["used"], rows["dropped"]) == (32, 16, {"repeated_slide": 16})
+    assert rows["slides_by_rows"] == {"2": 16}
+    assert rows["repeated_slides"][ids[0]] == {"rows": 2, "ids": sorted([ids[0], again[0]])}
+    assert report["reid"]["n_patients"] == 0 and report["similarity"]["groups"]["same_case"]["pairs_total"] == 0
+    assert "16 slide(s) read in several rows, each counted once (rows per slide: 16 × 2)" in out
+    single = pd.DataFrame({"slide_id": ids, "embedding": list(vectors)})
+    single.to_parquet(tmp_path / "once.parquet")
+    _, alone, _, _ = audit_in_process(tmp_path, capsys, str(tmp_path / "once.parquet"))
+    assert alone["tss_auroc_macro_ci95"] == report["tss_auroc_macro_ci95"]  # the first row of each slide, as alone
+
+
+def test_a_shortened_barcode_beside_its_slide_is_dropped_as_ambiguous(tmp_path, capsys):
+    """"TCGA-A0-0000" beside "TCGA-A0-0000-01Z-00-DX1" may be the same slide: the short one is not counted."""
+    ids, vectors = noise_cohort()
+    pd.DataFrame({"slide_id": [*ids, ids[0][:12]], "embedding": [*vectors, vectors[1]]}).to_parquet(
+        tmp_path / "x.parquet")
+    status, report, _, _ = audit_in_process(tmp_path, capsys, str(tmp_path / "x.parquet"))
+    assert status == 0 and report["rows"]["dropped"] == {"ambiguous_slide": 1}
+    assert report["rows"]["dropped_examples"]["ambiguous_slide"] == [ids[0][:12]]
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e-200])
+def test_extreme_but_finite_values_give_the_figures_of_ordinary_ones(cohort, tmp_path, capsys, scale):
+    """Embeddings stored ×1e200 or ×1e-200 (overflow or underflow when squared) give the unscaled figures."""
+    ids, vectors = cohort["ids"], cohort["vectors"]
+    pd.DataFrame({"slide_id": ids, "embedding": list(vectors * scale)}).to_parquet(tmp_path / "scaled.parquet")
+    status, scaled, _, err = audit_in_process(tmp_path, capsys, str(tmp_path / "scaled.parquet"))
+    assert status == 0, err
+    _, plain, _, _ = audit_in_process(tmp_path, capsys, str(cohort["root"] / "planted.parquet"))
+    for key in ("tss_auroc_macro", "tss_auroc_macro_ci95", "reid_top1", "reid_top1_ci95"):
+        assert scaled[key] == pytest.approx(plain[key], abs=1e-9), key
+
+
+def test_an_hdf5_header_declaring_more_than_the_file_holds_is_refused_before_reading(tmp_path, capsys):
+    """A 2 KB file declaring 2·10^8 float64 values: one line naming the dataset and both sizes, nothing allocated."""
+    with h5py.File(tmp_path / "x.h5", "w") as handle:
+        handle["ids"] = np.array(["TCGA-AA-0001-01Z"], dtype="S")
+        handle.create_dataset("features", shape=(20_000, 10_000), dtype="f8", chunks=(1000, 1000),
+                              compression="gzip")
+    assert (tmp_path / "x.h5").stat().st_size < 10_000
+    status, _, _, err = audit_in_process(tmp_path, capsys, str(tmp_path / "x.h5"))
+    assert status == 1 and err.count("\n") == 1
+    assert err.startswith("pathbind audit-features: error: x.h5:features: its header declares 1.49 GiB of data "
+                          "((20000, 10000) float64) but the file stores 0.0 MiB: a damaged or unfinished file")
