@@ -344,3 +344,80 @@ def test_an_hdf5_header_declaring_more_than_the_file_holds_is_refused_before_rea
     assert status == 1 and err.count("\n") == 1
     assert err.startswith("pathbind audit-features: error: x.h5:features: its header declares 1.49 GiB of data "
                           "((20000, 10000) float64) but the file stores 0.0 MiB: a damaged or unfinished file")
+
+
+def sited_noise(seed: int, sizes: list[int]) -> pd.DataFrame:
+    """Noise embeddings of patients with two slides each, ``sizes[s]`` slides at site s (TCGA barcodes)."""
+    rng = np.random.default_rng(seed)
+    ids = [f"TCGA-{chr(65 + s)}{s}-{k // 2:04d}-01Z-00-DX{k % 2 + 1}" for s, n in enumerate(sizes) for k in range(n)]
+    return pd.DataFrame({"slide_id": ids, "embedding": list(rng.normal(size=(len(ids), DIM)))})
+
+
+def test_the_auroc_interval_on_noise_covers_chance_at_the_nominal_rate(tmp_path, capsys):
+    """Noise, labels permuted (the control), 20 seeds: the 95% interval holds 0.5 in at least 90% of the seeds
+    that have one (it resamples patients within sites); a seed whose small site holds out too few patients
+    refuses its interval rather than give a narrow one."""
+    covered = defined = 0
+    for seed in range(20):
+        sited_noise(seed, [60, 20]).to_parquet(tmp_path / "noise.parquet")
+        status = main(["audit-features", str(tmp_path / "noise.parquet"), "--json", str(tmp_path / "r.json"),
+                       "--seed", str(seed), "--permute-labels", "--n-resamples", "300"])
+        capsys.readouterr()
+        report = json.loads((tmp_path / "r.json").read_text())
+        assert status == 0
+        low, high = report["tss_auroc_macro_ci95"]
+        if low is None:
+            assert "held-out patients" in report["tss"]["interval_undefined"]
+            continue
+        defined += 1
+        covered += low <= 0.5 <= high
+    assert defined >= 15 and covered >= 0.9 * defined, (covered, defined)
+
+
+def test_a_site_with_too_few_held_out_patients_refuses_the_interval(tmp_path, capsys):
+    """One large site and one of 3 slides (one held out): on noise such an interval left out 0.5 in 3 of 6
+    seeds; now it is refused, with the reason in the JSON and on the terminal, and the AUROC still reported."""
+    for seed in range(6):
+        sited_noise(seed, [60, 3]).to_parquet(tmp_path / "noise.parquet")
+        status, report, out, _ = audit_in_process(tmp_path, capsys, str(tmp_path / "noise.parquet"), "--seed",
+                                                  str(seed))
+        assert status == 0 and report["tss_auroc_macro_ci95"] == [None, None]
+        assert report["tss_auroc_macro"] is not None
+        assert report["tss"]["interval_undefined"].startswith("1 site(s) with fewer than 4 held-out patients (e.g. "
+                                                              "B1: 1)")
+        assert "TSS AUROC interval refused: 1 site(s)" in out
+
+
+def test_one_crowded_site_is_sampled_without_listing_its_pairs(tmp_path, capsys):
+    """6,000 single-slide patients at one site and 4 at another (18 million same-site pairs): the pairs are
+    counted and 20,000 drawn, in a few megabytes instead of the gigabytes that listing them took."""
+    import tracemalloc
+
+    rng = np.random.default_rng(0)
+    ids = [f"TCGA-AA-{k:04d}-01Z-00-DX1" for k in range(6000)] + [f"TCGA-BB-{k:04d}-01Z-00-DX1" for k in range(4)]
+    pd.DataFrame({"slide_id": ids, "embedding": list(rng.normal(size=(len(ids), 4)))}).to_parquet(
+        tmp_path / "crowded.parquet")
+    tracemalloc.start()
+    status, report, _, _ = audit_in_process(tmp_path, capsys, str(tmp_path / "crowded.parquet"), "--min-slides", "4")
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert status == 0
+    same_site = report["similarity"]["groups"]["same_tss"]
+    assert (same_site["pairs_total"], same_site["pairs_used"]) == (6000 * 5999 // 2 + 6, 20_000)
+    assert peak < 200 * 2**20, peak / 2**20
+
+
+def test_nothing_measured_is_exit_1_and_bad_outputs_fail_before_reading(tmp_path, capsys):
+    """One slide: no probe, no pair: exit 1 naming why, the report still written; a --json that is a folder or an
+    --out below a file: one line, before any reading."""
+    pd.DataFrame({"slide_id": ["TCGA-AA-0001-01Z"], "embedding": [[1.0, 2.0]]}).to_parquet(tmp_path / "one.parquet")
+    status = main(["audit-features", str(tmp_path / "one.parquet"), "--json", str(tmp_path / "one.json")])
+    err = capsys.readouterr().err
+    assert status == 1 and err.splitlines()[-1].startswith("pathbind audit-features: error: nothing measured: TSS")
+    assert json.loads((tmp_path / "one.json").read_text())["tss_auroc_macro"] is None
+    (tmp_path / "file").write_text("")
+    for extra, message in (([ "--json", str(tmp_path)], f"--json {tmp_path}: a folder, not a file"),
+                           (["--json", "x.json", "--out", str(tmp_path / "file" / "o")],
+                            f"--out {tmp_path / 'file' / 'o'}: {tmp_path / 'file'} is a file, not a folder")):
+        status = main(["audit-features", str(tmp_path / "missing.parquet"), *extra])
+        assert (status, capsys.readouterr().err) == (1, f"pathbind audit-features: error: {message}\n")
