@@ -193,3 +193,21 @@ def test_a_missing_audit_path_is_a_clear_error(tmp_path):
     write_results(tmp_path / "a", "model_a", {"pathbind_demo_vqa": {"acc_image": 90.0}})
     with pytest.raises(ReportError, match=r"--audit .*nope\.json: no such file or folder"):
         build_report([tmp_path / "a"], tmp_path / "out", overlays=0, audits=[tmp_path / "nope.json"])
+
+
+def test_a_reused_out_folder_keeps_no_old_figure(tmp_path):
+    """A second report into the same --out: the PNGs of the first are gone, and the count printed is the
+    figures this report made (here none)."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "a_results.json").write_text(json.dumps(
+        {"config": {"model": "m"}, "results": {"vqa": {"acc_image,none": 80.0}}}))
+    figures = tmp_path / "out" / "figures"
+    figures.mkdir(parents=True)
+    for name in ("grounding_iou.png", "pairs.png"):
+        (figures / name).write_bytes(b"\x89PNG\r\n\x1a\n")
+    done = run([str(BIN / "pathbind"), "report", str(tmp_path / "run"), "--out", str(tmp_path / "out"),
+                "--overlays", "0"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    made = sorted(figures.glob("*.png"))
+    assert "grounding_iou.png" not in [p.name for p in made]
+    assert done.stdout.strip().endswith(f"and {len(made)} figure(s)")
