@@ -63,6 +63,10 @@ def add_curation_commands(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_filter(args: argparse.Namespace) -> int:
+    from pathbind_analysis.json_report import output_problem
+
+    if problem := output_problem(args.out, "--out", folder=True):  # before every log is read, not after
+        raise SystemExit(f"pathbind filter: error: {problem}")
     try:
         rows, report, markdown, sources, excluded_why = _filter(args)
     except CurationInputError as exc:
