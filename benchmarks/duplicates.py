@@ -8,10 +8,12 @@ on those pairs only); the pair sets must be identical. Times are wall times (the
 and projected to 100,000 test images), memory the tracemalloc peak of each method beyond the hashes themselves.
 A small image part hashes synthetic tissue tiles (training side: with crop windows) and planted copies (JPEG
 quality 50-95, resize 0.5-2x, crops of 10%) with the command's own decoding, and reports the largest distance of
-each kind of copy and the nearest pair of different tiles: the evidence for the default thresholds. Prints one
-JSON line.
+each kind of copy and the nearest pair of different tiles: the evidence for the default thresholds. A last row
+matches ``--identical`` identical tiles on each side (blank background, the commonest tile) as the command does,
+every pair counted but only 1,000 listed, with its peak memory against enumerating every pair. Prints one JSON
+line.
 
-    python benchmarks/duplicates.py [--train-images 1000000] [--test 1000] [--tiles 40] [--quick]
+    python benchmarks/duplicates.py [--train-images 1000000] [--test 1000] [--tiles 40] [--identical 10000] [--quick]
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ import argparse
 import io
 import json
 import os
+import resource
 import time
 import tracemalloc
+from array import array
 from collections.abc import Callable
 from itertools import permutations
 from typing import Any
@@ -31,8 +35,9 @@ from PIL import Image
 
 from pathbind_analysis.duplicates.command import DHASH_THRESHOLD, PHASH_THRESHOLD
 from pathbind_analysis.duplicates.edits import crop, jpeg, resize
-from pathbind_analysis.duplicates.hashing import WINDOWS, image_hashes
+from pathbind_analysis.duplicates.hashing import WINDOWS, Hashes, image_hashes
 from pathbind_analysis.duplicates.index import HammingIndex, brute_force_pairs, popcount
+from pathbind_analysis.duplicates.matching import near_duplicates
 from pathbind_analysis.duplicates.sources import ImageItem
 from pathbind_tasks.demo.tissue import TISSUES, TileSpec, render_tile
 
@@ -105,16 +110,54 @@ def threshold_evidence(n_tiles: int) -> dict[str, Any]:
                                                      for p, d in unrelated)}
 
 
+def identical_hashes(n_train: int, n_test: int) -> tuple[Hashes, Hashes]:
+    """Two sides of identical tiles (a blank background tile's hashes), shaped as the command holds them: each
+    training image with its 19 window hashes, each test image with one."""
+    train, test = Hashes(), Hashes()
+    for hashes, n, windows in ((train, n_train, len(WINDOWS)), (test, n_test, 1)):
+        hashes.ids = [f"{k:05d}.png" for k in range(n)]
+        hashes.sources = ["blank"] * n
+        hashes.phash = array("Q", [0x8000_0000_0000_0000] * (n * windows))
+        hashes.dhash = array("Q", [0] * (n * windows))
+        hashes.image = array("q", np.repeat(np.arange(n), windows).tolist())
+        hashes.window = array("B", list(range(windows)) * n)
+    return train, test
+
+
+def identical_tiles(n: int, n_baseline: int) -> dict[str, Any]:
+    """``n`` identical tiles on each side, counted and summarised as the command does (every pair counted, 1,000
+    listed, 3 nearest per test image), against enumerating every pair as the command did before, which can only
+    be run at ``n_baseline`` (its memory grows with the square of n); the ratio is per pair."""
+    train, test = identical_hashes(n, n)
+    seconds, peak, matches = measured(lambda: near_duplicates(train, test, PHASH_THRESHOLD, DHASH_THRESHOLD,
+                                                              ["blank"], ["blank"]))
+    assert matches.n_pairs == n * n and len(matches.listed) == 1000
+    small_train, small_test = identical_hashes(n_baseline, n_baseline)
+    base_s, base_peak, base = measured(lambda: HammingIndex(small_train.arrays()[0], PHASH_THRESHOLD).pairs(
+        small_test.arrays()[0]))
+    assert len(base[0]) == n_baseline * n_baseline * len(WINDOWS)
+    rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the whole process so far (Linux: KiB)
+    return {"tiles_each_side": n, "pairs": matches.n_pairs, "seconds": round(seconds, 3),
+            "peak_mib": round(peak, 1), "process_rss_peak_mib": round(rss_mib),
+            "baseline_enumerating_every_pair": {"tiles_each_side": n_baseline, "seconds": round(base_s, 3),
+                                                "peak_mib": round(base_peak, 1),
+                                                "projected_peak_mib_at_n": round(base_peak * (n / n_baseline) ** 2)},
+            "peak_ratio_vs_enumerating_at_n": round(peak / (base_peak * (n / n_baseline) ** 2), 6)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--train-images", type=int, default=1_000_000,
                         help="training images (default 1,000,000): 19 hashes each")
     parser.add_argument("--test", type=int, default=1_000, help="test hashes (default 1,000)")
     parser.add_argument("--tiles", type=int, default=40, help="tissue tiles for the threshold evidence (default 40)")
-    parser.add_argument("--quick", action="store_true", help="2,000 training images, 100 test hashes, 4 tiles")
+    parser.add_argument("--identical", type=int, default=10_000,
+                        help="identical tiles on each side for the bounded-memory row (default 10,000)")
+    parser.add_argument("--quick", action="store_true",
+                        help="2,000 training images, 100 test hashes, 4 tiles, 1,000 identical tiles")
     args = parser.parse_args()
     if args.quick:
-        args.train_images, args.test, args.tiles = 2_000, 100, 4
+        args.train_images, args.test, args.tiles, args.identical = 2_000, 100, 4, 1_000
     load_before = [round(v, 2) for v in os.getloadavg()]
     train, test = synthetic_hashes(args.train_images * len(WINDOWS), args.test, PHASH_THRESHOLD)
     build_s, build_mib, index = measured(lambda: HammingIndex(train, PHASH_THRESHOLD))
@@ -135,6 +178,7 @@ def main() -> None:
         "index_peak_mib": round(max(build_mib, query_mib), 1), "brute_peak_mib": round(brute_mib, 1),
         "hashes_mib": round((train.nbytes + test.nbytes) / 2**20, 1),
         "thresholds_evidence": threshold_evidence(args.tiles),
+        "identical_tiles": identical_tiles(args.identical, min(args.identical, 400)),
         "machine": {"cpu_count": os.cpu_count(), "load_average_before": load_before,
                     "load_average_after": [round(v, 2) for v in os.getloadavg()]}}))
 

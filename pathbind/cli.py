@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Sequence
@@ -15,6 +14,7 @@ from loguru import logger
 from pathbind.catalog import plugin_tasks
 from pathbind.data import DataLocationError
 from pathbind.plugins import PluginManager, make_plugin_manager
+from pathbind.strict_json import dumps_strict
 from pathbind.table import format_table
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ def cmd_doctor(args: argparse.Namespace, pm: PluginManager) -> int:
 
     checks = run_checks(pm, check_data=not args.no_data)
     if args.json:
-        print(json.dumps([c.__dict__ for c in checks], indent=2))
+        print(dumps_strict([c.__dict__ for c in checks], indent=2))
     else:
         for check in checks:
             print(f"[{check.status:>4}] {check.name}: {check.detail}")
@@ -63,7 +63,7 @@ def cmd_data_check(args: argparse.Namespace, pm: PluginManager) -> int:
     reports = check(sources, args.dir, args.source)
     failed = [r for r in reports if r.problems()]
     if args.json:
-        print(json.dumps([r.as_dict() for r in reports], indent=2))
+        print(dumps_strict([r.as_dict() for r in reports], indent=2))
         return FAILURE if failed else OK
     for report in reports:
         print(f"{report.source}: {report.folder}")
@@ -84,10 +84,14 @@ def cmd_summary(args: argparse.Namespace, pm: PluginManager) -> int:
     results = _usable_results(args.paths)
     if not results:
         return FAILURE
-    if args.json:  # each task's accounting as results.json has it
-        print(json.dumps([row for result in results for row in summary_rows(result, accounting=True)], indent=2))
+    rows = [row for result in results for row in summary_rows(result, accounting=args.json)]
+    if not rows:  # a results file without one scalar metric: nothing was measured
+        print(f"pathbind summary: error: no metric in {', '.join(str(r.path) for r in results)} (every task's "
+              "results are empty or not numbers: check the run's log)", file=sys.stderr)
+        return FAILURE
+    if args.json:  # each task's accounting as results.json has it; undefined figures as null
+        print(dumps_strict(rows, indent=2))
         return OK
-    rows = [row for result in results for row in summary_rows(result)]
     tables: dict[tuple[str, ...], list[dict]] = {}  # tasks reporting the same metrics share a table
     for row in rows:
         tables.setdefault(tuple(row), []).append(row)
@@ -188,7 +192,7 @@ def _error(command: str, message: str) -> int:
 
 
 def _print(rows: list[dict], columns: list[str], as_json: bool) -> None:
-    print(json.dumps(rows, indent=2) if as_json else format_table(rows, columns))
+    print(dumps_strict(rows, indent=2) if as_json else format_table(rows, columns))
 
 
 if __name__ == "__main__":

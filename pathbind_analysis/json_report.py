@@ -1,25 +1,33 @@
-"""Writes an analysis command's machine-readable report: JSON with undefined figures as null."""
+"""Writes an analysis command's machine-readable report: strict JSON with undefined figures as null."""
 
 from __future__ import annotations
 
-import json
-import math
+import os
 from pathlib import Path
 from typing import Any
 
+from pathbind.strict_json import dumps_strict
+
 
 def write_json_report(path: Path, report: dict[str, Any]) -> None:
-    """Write ``report`` to ``path`` (parents created), NaN figures as null."""
+    """Write ``report`` to ``path`` (parents created), NaN and infinite figures as null."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(nan_to_null(report), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    path.write_text(dumps_strict(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def nan_to_null(value: Any) -> Any:
-    """JSON has no NaN: undefined figures (an empty test set, an empty stratum) become null."""
-    if isinstance(value, float) and math.isnan(value):
+
+def output_problem(path: Path | None, option: str, *, folder: bool = False) -> str | None:
+    """Why ``path`` cannot be written (as a file, or with ``folder`` as a folder), checked before the work that
+    would end in writing it; None when it can (or when no path was given)."""
+    if path is None:
         return None
-    if isinstance(value, dict):
-        return {key: nan_to_null(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [nan_to_null(item) for item in value]
-    return value
+    if folder and path.exists() and not path.is_dir():
+        return f"{option} {path}: a file, not a folder"
+    if not folder and path.is_dir():
+        return f"{option} {path}: a folder, not a file"
+    existing = next((p for p in [path, *path.parents] if p.exists()), Path("."))
+    if existing != path and not existing.is_dir():
+        return f"{option} {path}: {existing} is a file, not a folder"
+    if not os.access(existing, os.W_OK | (os.X_OK if existing.is_dir() else 0)):
+        return f"{option} {path}: {existing} is not writable"
+    return None

@@ -33,6 +33,11 @@ Decisions for ambiguous cases:
   they follow a comma or a correction ("Yes, but actually no.", "No. Actually, yes.": both None), or when
   paired with another ("Yes and no", "yes/no"). "No malignancy is seen" is None; "nodule", "none", "not" and
   "cannot" never count.
+- A self-correction ("actually", "wait", "sorry", "I mean", "on second thought", "scratch that", "make that",
+  "change to", "I was wrong", "correction", 其实, 不对, ...) makes the answer name both: every part it separates is
+  also read with plain statements counted ("it is yes.", "should be B", "B is correct", a part opening with "B."),
+  so "The answer is no. Actually, it is yes.", "A. Actually, B." and "B. Sorry, I mean C." are None, whatever the
+  wording. A correction that repeats the same answer ("B. Actually, B is right.") keeps it.
 
 Specificity judgements (:func:`parse_specificity`, the PathVG expression filter) are stricter still: only
 ``<answer>`` tags count (reasoning dropped as in rule 1; the ``<reason>`` and any other text are never read, as a
@@ -115,6 +120,23 @@ _YES_NO_FORMS = (
 )
 _YES_NO = {"yes": "yes", "是的": "yes", "是": "yes", "no": "no", "不是": "no", "否": "no"}
 
+# A self-correction: what follows it is a second answer, whatever its wording ("Actually, it is yes.", "A. Wait, B.").
+_CORRECTION = re.compile(
+    r"\b(?:actually|wait|correction|sorry|oops|hmm+|or\s+rather|no\s+rather|scratch\s+that|strike\s+that"
+    r"|never\s*mind|on\s+(?:second|further)\s+thoughts?|upon\s+(?:further\s+)?reflection|i\s+mean[t]?"
+    r"|i\s+was\s+wrong|i\s+misspoke|my\s+mistake|correcting\s+myself|i\s+take\s+(?:that|it)\s+back"
+    r"|let\s+me\s+(?:correct|reconsider|rethink|revise|re-?check)|make\s+(?:that|it)|change\s+(?:my\s+answer\s+)?to"
+    r"|(?:revised|corrected|updated)\s+answer)\b|其实|不对|更正|等等|等一下", re.I)
+# In a corrected answer any plain statement of a letter or a yes/no word counts, not only the forms above:
+# "it is B.", "should be B", "B is correct", a segment opening with "B" or "(B)", "it is yes.", "make that no."
+_END = r"(?=\s*(?:[.!?,;:)\uff0c\u3002\uff01\uff1f]|$))"
+_STATED_LETTERS = (
+    re.compile(r"^[\s\"'(]*([A-Z])\)?" + _END),
+    re.compile(r"\b(?i:is|be|to|with|mean|meant|that|pick|choose|select|go\s+for)\s+\(?([A-Z])\)?" + _END),
+    re.compile(r"(?<![A-Za-z])\(?([A-Z])\)?\s+(?i:is\s+(?:the\s+)?(?:correct|right|better|best|answer|one)\b)"),
+)
+_STATED_YES_NO = re.compile(r"(?<![A-Za-z])" + _YN + _YN_END, re.I)
+
 
 def choice_letters(n: int) -> list[str]:
     """Letters naming ``n`` options in order.
@@ -185,6 +207,28 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).strip(" .,:;!?\"'").lower()
 
 
+def correction_segments(region: str) -> list[str]:
+    """The parts of an answer region a self-correction separates ("A. Actually, B." -> ["A. ", "B."]); one
+    part, ``[region]``, when it holds no correction.
+
+    Examples
+    --------
+    >>> correction_segments("The answer is no. Actually, it is yes.")
+    ['The answer is no. ', 'it is yes.']
+    """
+    parts = _CORRECTION.split(region)
+    return [parts[0], *(part.lstrip(" \t,;:.!-\u2014\u2013\uff0c\u3002") for part in parts[1:])]
+
+
+def segment_choices(segment: str, options: list[str]) -> set[str]:
+    """Every letter (in range or not) one part of a corrected answer names: by the module's forms, or stated
+    plainly ("it is B", "B is correct", "B." opening the part)."""
+    letters = choice_letters(len(options))
+    kept = drop_negated(segment)
+    stated = {m[1] for form in _STATED_LETTERS for m in form.finditer(kept)}
+    return _named(segment.strip(), False, letters, options) | stated
+
+
 def parse_choice(text: str, options: list[str]) -> str | None:
     """The option letter a response names, or None when it names none, several, or one out of range.
 
@@ -210,6 +254,10 @@ def parse_choice(text: str, options: list[str]) -> str | None:
     regions, contained = _regions(text)
     letters = choice_letters(len(options))
     found = set().union(*(_named(region, contained, letters, options) for region in regions))
+    for region in regions:  # a corrected answer names both: each part is read on its own, more leniently
+        segments = correction_segments(region)
+        if len(segments) > 1:
+            found |= set().union(*(segment_choices(segment, options) for segment in segments))
     return found.pop() if len(found) == 1 and found <= set(letters) else None
 
 
@@ -248,6 +296,8 @@ def parse_yes_no(text: str) -> str | None:
     """
     region, _ = _region(text)
     found = {_YES_NO[word.lower()] for form in _YES_NO_FORMS for m in form.finditer(region) for word in m.groups()}
+    if len(correction_segments(region)) > 1:  # "The answer is no. Actually, it is yes.": both named
+        found |= {_YES_NO[m[1].lower()] for m in _STATED_YES_NO.finditer(region)}
     return found.pop() if len(found) == 1 else None
 
 

@@ -13,6 +13,8 @@ are two answers. Refusals are judged before parsing, by :func:`pathbind_metrics.
   option whose canonical label (through a :class:`~pathbind_metrics.labels.LabelMatcher`) is the only
   label of the options the region names ("tumour cells" is the option "neoplastic cell"). A negated label
   is not named ("It is definitely not tumor", "no tumor"), by the negation rule of :mod:`pathbind_metrics.parsing`.
+  A self-correction whose parts name different options, by letter or by label ("A. Actually, tumour cells."), is
+  None; counts and boxes that a correction changes are two numbers or two boxes, judged as above.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import re
 
 from pathbind_metrics.labels import LabelMatcher
 from pathbind_metrics.parsing import _region as answer_region
-from pathbind_metrics.parsing import drop_negated, parse_choice
+from pathbind_metrics.parsing import correction_segments, drop_negated, parse_choice, segment_choices
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?"
 _BOX = re.compile(rf"\[\s*({_NUMBER})\s*,\s*({_NUMBER})\s*,\s*({_NUMBER})\s*,\s*({_NUMBER})\s*\]")
@@ -75,10 +77,29 @@ def parse_option(text: str, options: list[str], matcher: LabelMatcher) -> str | 
     >>> parse_option("These are not tumor cells.", ["lymphocyte", "neoplastic cell"], matcher) is None
     True
     """
+    region, _ = answer_region(text)
+    segments = correction_segments(region)
+    if len(segments) > 1:  # a self-correction: two parts naming different options (by letter or label) conflict
+        named = {_segment_option(segment, options, matcher) for segment in segments}
+        if len(named - {None}) > 1 or "" in named:
+            return None
     letter = parse_choice(text, options)
     if letter is not None:
         return options[ord(letter) - ord("A")]
-    region, _ = answer_region(text)
+    return _labelled(region, options, matcher)
+
+
+def _segment_option(segment: str, options: list[str], matcher: LabelMatcher) -> str | None:
+    """The option one part of a corrected answer names, None if none, "" if several or a letter out of range."""
+    letters = segment_choices(segment, options)
+    if letters:
+        index = ord(letters.pop()) - ord("A") if len(letters) == 1 else -1
+        return options[index] if 0 <= index < len(options) else ""
+    return _labelled(segment, options, matcher)
+
+
+def _labelled(region: str, options: list[str], matcher: LabelMatcher) -> str | None:
+    """The one option whose canonical label is the only one of the options' labels the region names."""
     labels = [matcher.canonical(option) for option in options]
     named = set(matcher.find(drop_negated(region))) & set(labels) - {None}
     if len(named) != 1:

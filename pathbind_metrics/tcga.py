@@ -83,3 +83,44 @@ def _why_not(token: str) -> str:
     if not participant:
         return f"{token!r} has no participant field (expected TCGA-<TSS>-<participant>)"
     return f"participant {participant!r} in {token!r} is not 4 letters/digits"
+
+
+# File suffixes a slide id may carry (whole-slide formats, tiles, feature files), stripped from non-TCGA ids.
+SLIDE_SUFFIXES = frozenset({".svs", ".tif", ".tiff", ".ndpi", ".mrxs", ".scn", ".vms", ".vmu", ".bif", ".czi",
+                            ".dcm", ".isyntax", ".qptiff", ".png", ".jpg", ".jpeg", ".h5", ".hdf5", ".pt", ".npy",
+                            ".gz"})
+_SEPARATORS = re.compile(r"[/\\]")
+
+
+def slide_key(text: str) -> str:
+    """One slide's identity, whatever the spelling: its TCGA barcode upper-cased (without the path, the UUID and
+    the file suffix around it), else the file name without folders and slide or feature suffixes, case-folded.
+
+    Examples
+    --------
+    >>> slide_key("/data/brca/tcga-bh-a0bs-01z-00-dx1.2F0D1F6B-7A31-4C55.svs")
+    'TCGA-BH-A0BS-01Z-00-DX1'
+    >>> slide_key(r"D:\\scans\\Slide_007.SVS") == slide_key("slide_007")
+    True
+    """
+    barcode = parse_barcode(text)
+    if barcode is not None:
+        return barcode.raw.upper()
+    name = _SEPARATORS.split(text.strip())[-1].strip()
+    stem, dot, suffix = name.rpartition(".")
+    while dot and stem and f".{suffix.lower()}" in SLIDE_SUFFIXES:
+        name = stem
+        stem, dot, suffix = name.rpartition(".")
+    return name.casefold()
+
+
+def within(short: str, long: str) -> bool:
+    """Whether slide key ``short`` names a prefix of ``long``'s barcode fields ("TCGA-BH-A0BS" of
+    "TCGA-BH-A0BS-01Z-00-DX1"): it may be the same slide, written without its suffix.
+
+    Examples
+    --------
+    >>> within("TCGA-BH-A0BS-01Z", "TCGA-BH-A0BS-01Z-00-DX1"), within("TCGA-BH-A0BS-01Z", "TCGA-BH-A0BS-01ZZ")
+    (True, False)
+    """
+    return long.startswith(short + "-") and short.startswith("TCGA-")

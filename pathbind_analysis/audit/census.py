@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -35,6 +35,7 @@ class Census:
     files: list[str] = field(default_factory=list)
     cases: set[str] = field(default_factory=set)
     tss: set[str] = field(default_factory=set)
+    slides: dict[str, int] = field(default_factory=dict)  # slide (its barcode, however spelled) -> rows naming it
     counts: dict[str, int] = field(default_factory=lambda: {"tcga": 0, "unknown": 0, "malformed": 0})
     examples: dict[str, list[dict[str, Any]]] = field(default_factory=lambda: {"unknown": [], "malformed": []})
     listing: Path | None = None
@@ -53,6 +54,8 @@ class Census:
                     if barcode is not None:
                         self.cases.add(barcode.case)
                         self.tss.add(barcode.tss)
+                        slide = barcode.raw.upper()  # case, folders, UUID and suffix do not make another slide
+                        self.slides[slide] = self.slides.get(slide, 0) + 1
                     else:
                         self._list(kind, source, line, text, reason)
                     if self.progress and rows % PROGRESS_EVERY == 0:
@@ -82,7 +85,10 @@ class Census:
     def summary(self) -> dict[str, Any]:
         """The census as JSON-ready figures, with the quoted unknown and malformed entries."""
         return {"files": self.files, "n_rows": self.n_rows, "n_tcga": self.counts["tcga"],
-                "n_cases": len(self.cases), "n_tss": len(self.tss), "n_unknown": self.counts["unknown"],
+                "n_cases": len(self.cases), "n_tss": len(self.tss), "n_slides": len(self.slides),
+                "slides_by_rows": _histogram(self.slides.values()),
+                "repeated_slides_examples": dict(sorted((s, n) for s, n in self.slides.items() if n > 1)[:EXAMPLES]),
+                "n_unknown": self.counts["unknown"],
                 "n_malformed": self.counts["malformed"], "unknown_examples": self.examples["unknown"],
                 "malformed_examples": self.examples["malformed"],
                 "listing": str(self.listing) if self.listing else None}
@@ -110,3 +116,11 @@ class Census:
             self._writer = csv.DictWriter(self._handle, fieldnames=list(row))
             self._writer.writeheader()
         self._writer.writerow(row)
+
+
+def _histogram(counts: Iterable[int]) -> dict[str, int]:
+    """How many slides were named by 1, 2, ... rows: ``{"1": 950, "2": 25}``."""
+    found: dict[int, int] = {}
+    for count in counts:
+        found[count] = found.get(count, 0) + 1
+    return {str(rows): n for rows, n in sorted(found.items())}

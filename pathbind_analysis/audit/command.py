@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pathbind.table import format_table
 from pathbind_analysis.audit.inventory import InventoryError, parse_source
-from pathbind_analysis.json_report import write_json_report
+from pathbind_analysis.json_report import output_problem, write_json_report
 
 if TYPE_CHECKING:
     from pathbind_analysis.audit.matrix import Audit
@@ -59,6 +59,9 @@ def _run(args: argparse.Namespace) -> int:
         raise InventoryError("--n-resamples must be at least 1")
     if (args.metric or args.by) and not args.samples:
         raise InventoryError("--metric and --by choose what --samples LOG.jsonl stratifies: add --samples")
+    for problem in (output_problem(args.out, "--out", folder=True), output_problem(args.json, "--json")):
+        if problem:  # before the long inventory pass, not after it
+            raise InventoryError(problem)
     train = group_sources([parse_source(text, "--train") for text in args.train])
     test = group_sources([parse_source(text, "--test") for text in args.test])
     # The sample log is small: read it first so that its errors show before the long inventory pass.
@@ -73,6 +76,10 @@ def _run(args: argparse.Namespace) -> int:
     json_path: Path = args.json or out / "leakage.json"
     write_json_report(json_path, report)
     _print_summary(report, json_path)
+    if not any(row["n_test_cases"] for row in report["matrix"]):  # every rho undefined: nothing was measured
+        print("pathbind audit-leakage: error: no test set holds a TCGA case: nothing measured (the ids without a "
+              f"barcode are listed in {out})", file=sys.stderr)
+        return 1
     return 0
 
 

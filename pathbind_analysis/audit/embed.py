@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathbind import get_plugin_manager
+from pathbind_analysis.json_report import output_problem
+from pathbind_metrics.tcga import slide_key
 
 if TYPE_CHECKING:  # torch is imported when the command runs: `pathbind --help` stays fast
     import numpy as np
@@ -54,6 +56,11 @@ def add_embed_command(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         options = dict(_key_value(text) for text in args.processor_option)
+        if problem := output_problem(args.out, "--out"):  # before the model loads and every image is embedded
+            raise EmbedError(problem)
+        from pathbind_tasks.common.images import max_pixels
+
+        max_pixels()  # a bad PATHBIND_MAX_IMAGE_PIXELS: now, not at the first image
         images = find_images(args.images)
         encoder = load_encoder(args.model, args.features, args.dtype, args.device, options)
         vectors = embed_all(encoder, images)
@@ -75,10 +82,12 @@ def find_images(folder: Path) -> list[Path]:
     if not images:
         raise EmbedError(f"{folder}: no images ({', '.join(IMAGE_SUFFIXES)})")
     seen: dict[str, Path] = {}
-    for path in images:
-        if path.stem in seen:
-            raise EmbedError(f"{seen[path.stem]} and {path} have the same id {path.stem!r} (ids are file stems)")
-        seen[path.stem] = path
+    for path in images:  # "Slide_7.png" and "slide_7.tif" would be one slide to audit-features: refused by name
+        key = slide_key(path.name)
+        if key in seen:
+            raise EmbedError(f"{seen[key]} and {path} name the same slide {path.stem!r} (ids are file stems, "
+                             "compared without case)")
+        seen[key] = path
     return images
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from pathbind.table import format_table
 from pathbind_analysis.audit.features_read import FORMATS_HELP, FeatureInputError
-from pathbind_analysis.json_report import write_json_report
+from pathbind_analysis.json_report import output_problem, write_json_report
 
 PERMUTE_STREAM = 0  # random stream of --seed for the label permutation (see features_probes)
 DESCRIPTION = """\
@@ -27,10 +27,13 @@ the tissue source site (TSS) or the patient? Site and patient come from the TCGA
 Probes: standardised features (scaled on the training slides) and scikit-learn's multinomial
 LogisticRegression (C=1), on a stratified 70/30 split made within every class: round(30%) of each class's
 slides, at least one and never all, are held out. As in the paper the TSS split is by slide, so one
-patient's slides can fall on both sides. 95% intervals are percentile bootstraps of the held-out slides with
-the probe fixed (resampled within each site for the AUROC, so every site stays present) and of the pairs for
-the similarity means. Slides are ordered by id, so the same --seed gives the same figures whatever the row
-order or file format. Every input row is used or dropped with a counted reason (empty or duplicate id, no
+patient's slides can fall on both sides. 95% intervals bootstrap the held-out slides with the probe fixed:
+for the AUROC, patients are resampled within each site (every site stays present, a patient's slides are drawn
+together) and the interval is the estimate ± Student's t (for the smallest site's held-out patients) × the
+bootstrap spread; it is refused when a site holds out fewer than 4 patients. The similarity means bootstrap
+their pairs. Slides are ordered by id, so the same --seed gives the same figures whatever the row
+order or file format. One slide counts once however its id is spelled (case, folders, UUID, file suffix).
+Every input row is used or dropped with a counted reason (empty id, a slide already read, no
 TCGA barcode, missing/NaN/all-zero embedding, wrong dimension); the JSON lists them with examples.
 Control: --permute-labels must give AUROC ~ 0.5 and re-identification ~ chance.
 """
@@ -84,35 +87,49 @@ def _run(args: argparse.Namespace) -> int:
     from pathbind_analysis.audit.features_probes import patient_reid, tss_detection
     from pathbind_analysis.audit.features_read import read_table
     from pathbind_analysis.audit.features_similarity import pair_similarities
-    from pathbind_analysis.audit.features_slides import choose_slides
+    from pathbind_analysis.audit.features_slides import choose_slides, unit_scaled
 
     for option, value, least in (("--min-slides", args.min_slides, 2), ("--max-pairs", args.max_pairs, 1),
                                  ("--n-resamples", args.n_resamples, 1)):
         if value < least:
             raise FeatureInputError(f"{option} must be at least {least}")
+    for problem in (output_problem(args.json, "--json"), output_problem(args.out, "--out", folder=True)):
+        if problem:  # before reading and fitting, not after
+            raise FeatureInputError(problem)
     table = read_table(args.embeddings, args.ids)
     slides = choose_slides(table, args.id_column, args.vector_column, args.site_column, args.case_column)
     if not slides.ids:
         raise FeatureInputError(f"{args.embeddings.name}: none of its {slides.rows_read:,} rows is usable "
                                 f"({_dropped(slides.dropped)})")
-    sites, cases = slides.sites, slides.cases
+    sites, cases, vectors = slides.sites, slides.cases, unit_scaled(slides.vectors)
     if args.permute_labels:  # jointly: each patient stays within one site, and keeps its number of slides
         order = np.random.default_rng((args.seed, PERMUTE_STREAM)).permutation(len(sites))
         sites, cases = sites[order], cases[order]
     _progress(f"{len(slides.ids):,} slides ({slides.vectors.shape[1]}-d), {len(set(sites)):,} sites, "
               f"{len(set(cases)):,} patients: fitting the TSS probe")
-    tss = tss_detection(slides.vectors, sites, args.min_slides, args.seed, args.n_resamples)
+    tss = tss_detection(vectors, sites, args.min_slides, args.seed, args.n_resamples, cases)
     _progress("fitting the patient re-identification probe")
-    reid = patient_reid(slides.vectors, cases, args.seed, args.n_resamples)
+    reid = patient_reid(vectors, cases, args.seed, args.n_resamples)
     _progress("pair similarities")
-    similarity, values = pair_similarities(slides.vectors, sites, cases, args.max_pairs, args.seed,
+    similarity, values = pair_similarities(vectors, sites, cases, args.max_pairs, args.seed,
                                            args.n_resamples)
     report = _report(args, table, slides, tss, reid, similarity)
     if args.out:
         _write_outputs(report, values, args.out)
     write_json_report(args.json, report)
     _print_summary(report, args.json)
-    return 0
+    return _measured(report)
+
+
+def _measured(report: dict[str, Any]) -> int:
+    """1 with an error line when no probe could be fitted and no pair compared: the report says why each is
+    undefined, but the audit measured nothing."""
+    groups = report["similarity"]["groups"].values()
+    if "undefined" not in report["tss"] or "undefined" not in report["reid"] or any(g["pairs_used"] for g in groups):
+        return 0
+    print(f"pathbind audit-features: error: nothing measured: TSS detection {report['tss']['undefined']}; "
+          f"re-identification {report['reid']['undefined']}; no pair of slides", file=sys.stderr)
+    return 1
 
 
 def _report(args: argparse.Namespace, table: Any, slides: Any, tss: dict[str, Any], reid: dict[str, Any],
@@ -148,6 +165,13 @@ def _print_summary(report: dict[str, Any], json_path: Path) -> None:
     print(format_table(summary_rows(report)))
     print(f"\n{rows['read']:,} rows read, {rows['used']:,} used"
           + (f"; dropped: {_dropped(rows['dropped'])}" if rows["dropped"] else ""))
+    if rows["repeated_slides"]:
+        first, entry = next(iter(rows["repeated_slides"].items()))
+        print(f"{len(rows['repeated_slides']):,} slide(s) read in several rows, each counted once (rows per slide: "
+              + ", ".join(f"{count:,} × {n}" for n, count in rows["slides_by_rows"].items())
+              + f"); e.g. {first}: {' | '.join(entry['ids'])}")
+    if "interval_undefined" in report["tss"]:
+        print(f"TSS AUROC interval refused: {report['tss']['interval_undefined']}")
     if report["permuted_labels"]:
         print("labels permuted (control): expect AUROC ≈ 0.5 and re-identification ≈ chance")
     print(f"wrote {', '.join(map(str, [json_path, *report['outputs'].values()]))}")

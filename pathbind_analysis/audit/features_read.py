@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,6 +19,9 @@ FORMATS_HELP = (".parquet (a list column, or one numeric column per dimension: 0
                 "dataset 'features')")
 PER_SLIDE_SUFFIXES = (".h5", ".hdf5", ".pt")
 _INDEXED = re.compile(r"^(.*?)(\d+)$")
+# An HDF5 dataset may compress well, but not by more than this over what the file stores, once it is this large.
+MAX_EXPANSION = 1000
+MAX_UNSTORED_BYTES = 64 * 2**20
 
 
 class FeatureInputError(ValueError):
@@ -74,9 +78,11 @@ def pool_patches(features: np.ndarray) -> np.ndarray:
     patch, then mean-pooled (the paper's slide representation for patch encoders such as CONCH)."""
     features = np.asarray(features, dtype=np.float64)
     if features.ndim == 2 and features.shape[0] > 1:
-        norms = np.linalg.norm(features, axis=1, keepdims=True)
-        with np.errstate(invalid="ignore", divide="ignore"):  # a zero or NaN patch makes the slide non-finite
-            return (features / norms).mean(axis=0)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):  # a zero or NaN patch: non-finite slide
+            # Each patch scaled by its largest value first, so that values of 1e200 or 1e-200 neither overflow
+            # nor underflow when squared; the direction, hence the normalised patch, is the same.
+            features = features / np.abs(features).max(axis=1, keepdims=True)
+            return (features / np.linalg.norm(features, axis=1, keepdims=True)).mean(axis=0)
     return features.reshape(-1)
 
 
@@ -189,7 +195,7 @@ def _read_hdf5(path: Path) -> Table:
         datasets = {name: item for name, item in handle.items() if isinstance(item, h5py.Dataset)}
         if any(_is_text_dataset(item) for item in datasets.values()):  # columns: ids + an N×D dataset
             for name, item in datasets.items():
-                _add_array(table, name, item[()])
+                _add_array(table, name, _dataset_values(item, f"{path.name}:{name}"))
             for name in handle.keys() - datasets.keys():
                 table.ignored[name] = "a group beside the id and vector datasets"
             return table
@@ -235,10 +241,36 @@ def _slide_features(item: Any, where: str) -> np.ndarray:
     import h5py
 
     if isinstance(item, h5py.Dataset):
-        return np.asarray(item[()], dtype=np.float64)
+        return np.asarray(_dataset_values(item, where), dtype=np.float64)
     if "features" in item and isinstance(item["features"], h5py.Dataset):
-        return np.asarray(item["features"][()], dtype=np.float64)
+        return np.asarray(_dataset_values(item["features"], f"{where}/features"), dtype=np.float64)
     raise FeatureInputError(f"{where}: no 'features' dataset (found {', '.join(item.keys()) or 'nothing'})")
+
+
+def _dataset_values(item: Any, where: str) -> np.ndarray:
+    """An HDF5 dataset's values, after checking the size its header declares against what the file stores and
+    the memory there is: a damaged 2 KB file declaring 10^8 values is refused before gigabytes are allocated."""
+    declared = int(np.prod(item.shape, dtype=np.float64)) * item.dtype.itemsize
+    stored = item.id.get_storage_size()  # bytes of data written (compressed); unwritten chunks are not stored
+    if declared > MAX_UNSTORED_BYTES and declared > MAX_EXPANSION * max(stored, 1):
+        raise FeatureInputError(f"{where}: its header declares {_size(declared)} of data ({item.shape} "
+                                f"{item.dtype}) but the file stores {_size(stored)}: a damaged or unfinished file")
+    if declared > _memory() // 2:
+        raise FeatureInputError(f"{where}: {_size(declared)} of data ({item.shape} {item.dtype}) is more than "
+                                f"half of this machine's memory ({_size(_memory())})")
+    return np.asarray(item[()])
+
+
+def _memory() -> int:
+    """Physical memory in bytes (unknown: taken as unlimited)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 1 << 62
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:,.1f} MiB" if n < 2**30 else f"{n / 2**30:,.2f} GiB"
 
 
 def _add_slide(table: Table, slide_id: str, features: np.ndarray) -> None:

@@ -12,7 +12,7 @@ def summary_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per measure: value, 95% interval, what it was computed on."""
     tss, reid, similarity = report["tss"], report["reid"], report["similarity"]["groups"]
     rows = [{"measure": "TSS detection, macro AUROC", "value": tss["auroc_macro"],
-             "ci95": _interval(tss["auroc_macro_ci95"]),
+             "ci95": "refused (see below)" if "interval_undefined" in tss else _interval(tss["auroc_macro_ci95"]),
              "on": tss.get("undefined") or f"{tss['n_sites']} sites, {tss['n_test']} test slides"},
             {"measure": "patient re-id, top-1", "value": reid["top1"], "ci95": _interval(reid["top1_ci95"]),
              "on": reid.get("undefined") or f"{reid['multiple_of_chance']:.1f}× chance ({reid['chance']:.4f}), "
@@ -41,6 +41,7 @@ def markdown(report: dict[str, Any]) -> str:
         lines += [f"| {reason} | {count:,} | {DROP_REASONS[reason]} | {', '.join(counts['dropped_examples'][reason])} |"
                   for reason, count in counts["dropped"].items()]
     tss, reid = report["tss"], report["reid"]
+    lines += [f"\nTSS interval refused: {tss['interval_undefined']}." if "interval_undefined" in tss else ""]
     lines += ["", f"TSS detection left out {tss['dropped_sites']:,} site(s) with fewer than {tss['min_slides']} "
                   f"slides ({tss['dropped_slides']:,} slides); re-identification left out "
                   f"{reid['dropped_single_slide_patients']:,} patient(s) with a single slide."]

@@ -22,9 +22,9 @@ def pair_similarities(vectors: np.ndarray, sites: np.ndarray, cases: np.ndarray,
     """
     unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
     rng = np.random.default_rng((seed, PAIR_STREAM))
-    pairs = {"same_case": _within(cases), "same_tss": _within(sites, differ=cases)}
-    totals = {name: len(found) for name, found in pairs.items()}
-    pairs = {name: _sample(found, max_pairs, rng) for name, found in pairs.items()}
+    totals, pairs = {}, {}
+    for name, groups, differ in (("same_case", cases, None), ("same_tss", sites, cases)):
+        totals[name], pairs[name] = _within_sample(groups, differ, max_pairs, rng)
     totals["cross_tss"], pairs["cross_tss"] = _cross_pairs(sites, max_pairs, rng)
     values = {name: np.einsum("ij,ij->i", unit[p[:, 0]], unit[p[:, 1]]) for name, p in pairs.items()}
     baseline = float(values["cross_tss"].mean()) if len(values["cross_tss"]) else float("nan")
@@ -59,6 +59,39 @@ def write_similarity_plot(values: dict[str, np.ndarray], path: Path, title: str)
     figure.savefig(path, dpi=150)
 
 
+def _within_sample(groups: np.ndarray, differ: np.ndarray | None, max_pairs: int,
+                   rng: np.random.Generator) -> tuple[int, np.ndarray]:
+    """(how many pairs share a ``groups`` value, with different ``differ`` values; all of them, or ``max_pairs``
+    drawn uniformly without replacement). The count is arithmetic and the draw never lists the pairs: one site
+    holding 6,000 slides has 18 million pairs, which would take gigabytes to build."""
+    order = np.argsort(groups, kind="stable")
+    starts = np.unique(groups[order], return_index=True)[1] if len(order) else np.zeros(0, np.int64)
+    sizes = np.diff(np.append(starts, len(order))).astype(np.int64)
+    within = sizes * (sizes - 1) // 2
+    same = sum(_pairs_of(differ[m]) for m in np.split(order, starts[1:])) if differ is not None and len(order) else 0
+    total = int(within.sum() - same)
+    # Few enough to list (exact, and no rejection loop near the total). Listing is also the way when most pairs
+    # of a group share a patient and few do not (one patient holding most of a site's slides): rare, and slow to
+    # draw by rejection.
+    if total <= 4 * max_pairs:
+        return total, _sample(_within(groups, differ), max_pairs, rng)
+    chosen: set[tuple[int, int]] = set()
+    while len(chosen) < max_pairs:  # a group by its pair count, then two members: uniform over all pairs
+        group = rng.choice(len(sizes), size=2 * max_pairs, p=within / within.sum())
+        a = rng.integers(0, sizes[group])
+        b = rng.integers(0, sizes[group] - 1)
+        b += b >= a  # a second, different member
+        for i, j in zip(order[starts[group] + a].tolist(), order[starts[group] + b].tolist(), strict=True):
+            if (differ is None or differ[i] != differ[j]) and len(chosen) < max_pairs:
+                chosen.add((min(i, j), max(i, j)))
+    return total, np.array(sorted(chosen), dtype=np.int64)
+
+
+def _pairs_of(labels: np.ndarray) -> int:
+    _, counts = np.unique(labels, return_counts=True)
+    return int((counts * (counts - 1) // 2).sum())
+
+
 def _within(groups: np.ndarray, differ: np.ndarray | None = None) -> np.ndarray:
     """Every pair (i < j) of slides sharing a ``groups`` value (and with different ``differ`` values), K×2."""
     members: dict[str, list[int]] = {}
@@ -73,17 +106,25 @@ def _within(groups: np.ndarray, differ: np.ndarray | None = None) -> np.ndarray:
 
 
 def _cross_pairs(sites: np.ndarray, max_pairs: int, rng: np.random.Generator) -> tuple[int, np.ndarray]:
-    """(how many cross-site pairs there are, all of them or ``max_pairs`` drawn without replacement)."""
-    _, counts = np.unique(sites, return_counts=True)
+    """(how many cross-site pairs there are, all of them or ``max_pairs`` drawn without replacement). Drawn
+    directly (a slide by its number of partners at other sites, then one of them), not by rejection, which never
+    ends when one site holds nearly every slide."""
+    _, site_of, counts = np.unique(sites, return_inverse=True, return_counts=True)
     total = int((counts.sum() ** 2 - (counts ** 2).sum()) // 2)
-    if total <= max_pairs:
+    if total <= 4 * max_pairs:
         found = [(i, j) for i in range(len(sites)) for j in np.flatnonzero(sites[i + 1:] != sites[i]) + i + 1]
-        return total, np.array(found, dtype=np.int64).reshape(-1, 2)
+        return total, _sample(np.array(found, dtype=np.int64).reshape(-1, 2), max_pairs, rng)
+    order = np.argsort(site_of, kind="stable")
+    start = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    partners = len(sites) - counts[site_of]
     chosen: set[tuple[int, int]] = set()
-    while len(chosen) < max_pairs:  # rejection: most random pairs of a real cohort cross sites
-        first, second = rng.integers(0, len(sites), size=(2, 2 * max_pairs))
-        for i, j in zip(first.tolist(), second.tolist(), strict=True):
-            if sites[i] != sites[j] and len(chosen) < max_pairs:
+    while len(chosen) < max_pairs:
+        first = rng.choice(len(sites), size=2 * max_pairs, p=partners / partners.sum())
+        site = site_of[first]
+        rank = rng.integers(0, partners[first])  # among the slides of the other sites, in site order
+        rank += (rank >= start[site]) * counts[site]
+        for i, j in zip(first.tolist(), order[rank].tolist(), strict=True):
+            if len(chosen) < max_pairs:
                 chosen.add((min(i, j), max(i, j)))
     return total, np.array(sorted(chosen), dtype=np.int64)
 

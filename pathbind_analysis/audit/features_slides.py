@@ -5,16 +5,18 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 import numpy as np
 
 from pathbind_analysis.audit.features_read import FeatureInputError, Table
-from pathbind_metrics.tcga import classify
+from pathbind_metrics.tcga import classify, slide_key, within
 
 # Why an input row is not a slide of the audit, in the order the checks run (a row counts under its first).
 DROP_REASONS = {
     "missing_id": "empty id",
-    "duplicate_id": "id seen in an earlier row (the first row with an id is kept)",
+    "repeated_slide": "a slide read in an earlier row, under the same id or another spelling of it (case, folders, "
+                      "file suffix, UUID); the first row is kept, so one slide never counts twice",
     "not_tcga_barcode": "id holds no TCGA barcode, and --site-column/--case-column do not give its labels",
     "malformed_tcga_barcode": "id starts like a TCGA barcode whose fields do not parse",
     "missing_site": "empty --site-column value",
@@ -23,6 +25,8 @@ DROP_REASONS = {
     "non_finite_vector": "embedding holds NaN or infinity",
     "zero_vector": "all-zero embedding (a failed extraction; its cosine similarity is undefined)",
     "wrong_dimension": "embedding length differs from the most common one",
+    "ambiguous_slide": "id is a shortened barcode (e.g. the case) of another row's slide: perhaps the same slide, "
+                       "so neither is counted as two",
 }
 EXAMPLES = 5  # ids listed per drop reason
 
@@ -41,10 +45,24 @@ class Slides:
     rows_read: int
     dropped: Counter[str] = field(default_factory=Counter)
     examples: dict[str, list[str]] = field(default_factory=dict)
+    rows_of: dict[str, list[str]] = field(default_factory=dict)  # slide -> the ids of its rows, when several
+
+    def drop(self, reason: str, example: str) -> None:
+        """Count a row dropped for ``reason`` (a key of DROP_REASONS), quoting the first few."""
+        self.dropped[reason] += 1
+        examples = self.examples.setdefault(reason, [])
+        if len(examples) < EXAMPLES:
+            examples.append(example)
 
     def row_summary(self) -> dict[str, object]:
+        """Rows read, used and dropped (with examples), and how many rows mapped to each slide: a histogram, and
+        every slide of more than one row with the spellings of its rows."""
+        per_slide = Counter({1: len(self.ids) - len(self.rows_of)}) + Counter(len(r) for r in self.rows_of.values())
         return {"read": self.rows_read, "used": len(self.ids), "dropped": dict(self.dropped),
-                "dropped_examples": self.examples}
+                "dropped_examples": self.examples,
+                "slides_by_rows": {str(rows): count for rows, count in sorted(per_slide.items()) if count},
+                "repeated_slides": {key: {"rows": len(spellings), "ids": sorted(set(spellings))}
+                                    for key, spellings in sorted(self.rows_of.items())}}
 
 
 def choose_slides(table: Table, id_column: str | None = None, vector_column: str | None = None,
@@ -117,40 +135,62 @@ def _validated(table: Table, ids_name: str, vectors_name: str, site_column: str 
                case_column: str | None) -> Slides:
     ids, vectors = table.labels[ids_name], table.vectors[vectors_name]
     no_labels: list[str | None] = [None] * len(ids)  # None: the label comes from the barcode
-    sites = [v or "" for v in table.labels[site_column]] if site_column else no_labels
-    cases = [v or "" for v in table.labels[case_column]] if case_column else no_labels
+    sites = [_label(v) for v in table.labels[site_column]] if site_column else no_labels
+    cases = [_label(v) for v in table.labels[case_column]] if case_column else no_labels
     lengths = Counter(len(v) for v in vectors if v is not None)
     dimension = max(lengths, key=lengths.__getitem__) if lengths else 0  # ties: the first seen
     slides = Slides([], np.array([]), np.array([]), np.zeros((0, dimension)), ids_name, vectors_name, len(ids))
-    kept: list[tuple[str, str, str, np.ndarray]] = []
-    seen: set[str] = set()
+    kept: dict[str, tuple[str, str, np.ndarray]] = {}  # slide key -> (site, case, vector) of its first usable row
+    spellings: dict[str, list[str]] = {}
     for row, (slide_id, site, case, vector) in enumerate(zip(ids, sites, cases, vectors, strict=True)):
-        checked = _check(slide_id, seen, site, case, vector, dimension)
-        if slide_id:
-            seen.add(slide_id)
+        key = slide_key(slide_id) if slide_id else ""
+        checked = _check(slide_id, key in kept, site, case, vector, dimension)
+        if key:
+            spellings.setdefault(key, []).append(slide_id)  # type: ignore[arg-type]
         if isinstance(checked, str):
-            slides.dropped[checked] += 1
-            examples = slides.examples.setdefault(checked, [])
-            if len(examples) < EXAMPLES:
-                examples.append(slide_id or f"row {row}")
+            slides.drop(checked, slide_id or f"row {row}")
         else:
-            kept.append((slide_id, *checked, vector))  # type: ignore[arg-type]
+            kept[key] = (*checked, vector)  # type: ignore[assignment]
+    for key in _ambiguous(kept):
+        slides.drop("ambiguous_slide", spellings[key][0])
+        del kept[key]
+    slides.rows_of = {key: spellings[key] for key in kept if len(spellings[key]) > 1}
     if kept:
-        kept.sort(key=lambda k: k[0])  # splits and samples follow the ids, not the file's row order
-        slides.ids = [k[0] for k in kept]
-        slides.sites, slides.cases = np.array([k[1] for k in kept]), np.array([k[2] for k in kept])
-        slides.vectors = np.stack([k[3] for k in kept])
+        order = sorted(kept)  # splits and samples follow the slides, not the file's row order or spelling
+        slides.ids = order
+        slides.sites = np.array([kept[k][0] for k in order])
+        slides.cases = np.array([kept[k][1] for k in order])
+        slides.vectors = np.stack([kept[k][2] for k in order])
     return slides
 
 
-def _check(slide_id: str | None, seen: set[str], site: str | None, case: str | None, vector: np.ndarray | None,
+def unit_scaled(vectors: np.ndarray) -> np.ndarray:
+    """The vectors divided by their largest absolute value: one positive factor leaves cosines and standardised
+    probes as they are, and keeps embeddings stored at 1e200 or 1e-200 from overflowing or underflowing when
+    squared (scikit-learn would read NaN, or scale nothing)."""
+    return vectors / np.abs(vectors).max()
+
+
+def _ambiguous(kept: Mapping[str, object]) -> list[str]:
+    """Slide keys that are a shortened barcode of another kept slide ("TCGA-BH-A0BS" beside
+    "TCGA-BH-A0BS-01Z-00-DX1"): sorted, each is a prefix of the next key of its kind."""
+    keys = sorted(kept)
+    return [short for short, long in pairwise(keys) if within(short, long)]
+
+
+def _label(value: str | None) -> str:
+    """A site or patient label as counted: spaces trimmed, upper case ("bh " and "BH" are one site)."""
+    return " ".join((value or "").split()).upper()
+
+
+def _check(slide_id: str | None, seen: bool, site: str | None, case: str | None, vector: np.ndarray | None,
            dimension: int) -> tuple[str, str] | str:
     """A usable row's (site, case), else the first check it fails (see DROP_REASONS). ``site``/``case`` None:
     taken from the id's TCGA barcode; "": an empty label column value."""
     if not slide_id:
         return "missing_id"
-    if slide_id in seen:
-        return "duplicate_id"
+    if seen:
+        return "repeated_slide"
     if site is None or case is None:
         kind, barcode, _ = classify(slide_id)
         if barcode is None:

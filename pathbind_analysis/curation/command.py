@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from pathbind.strict_json import dumps_strict
 from pathbind_analysis.curation.decisions import agreement_row, join_decisions, read_decisions
 from pathbind_analysis.curation.errors import CurationInputError
 from pathbind_analysis.curation.logs import parse_model_argument, read_model_answers
@@ -63,6 +63,10 @@ def add_curation_commands(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_filter(args: argparse.Namespace) -> int:
+    from pathbind_analysis.json_report import output_problem
+
+    if problem := output_problem(args.out, "--out", folder=True):  # before every log is read, not after
+        raise SystemExit(f"pathbind filter: error: {problem}")
     try:
         rows, report, markdown, sources, excluded_why = _filter(args)
     except CurationInputError as exc:
@@ -75,7 +79,7 @@ def run_filter(args: argparse.Namespace) -> int:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    (out / "filter_report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    (out / "filter_report.json").write_text(dumps_strict(report, indent=2, ensure_ascii=False) + "\n")
     (out / "filter_report.md").write_text(markdown)
     print(markdown)
     for source in sources:
@@ -111,7 +115,7 @@ def run_agreement(args: argparse.Namespace) -> int:
     values = np.array(list(decisions.values()), dtype=bool)
     row = agreement_row(args.label or files[0].stem, values[:, 0], values[:, 1])
     row.update(r1=reviewers[0], r2=reviewers[1])
-    print(json.dumps(row, indent=2, ensure_ascii=False) if args.json else agreement_markdown(row))
+    print(dumps_strict(row, indent=2, ensure_ascii=False) if args.json else agreement_markdown(row))
     return 0
 
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from PIL import Image
 
     from pathbind_analysis.duplicates.hashing import Hashes
-    from pathbind_analysis.duplicates.matching import Pair
+    from pathbind_analysis.duplicates.matching import Matches, Pair
     from pathbind_analysis.duplicates.sources import ImageSource
 
 # Tuned on planted copies of 40 synthetic tissue tiles (README): the worst copy (a 10% crop anywhere, resized 0.75x,
@@ -56,6 +56,11 @@ def add_duplicates_command(subparsers: argparse._SubParsersAction) -> None:
                         help=f"largest dHash Hamming distance of a near-duplicate, 0-64 (default {DHASH_THRESHOLD})")
     parser.add_argument("--closest", type=int, default=24, metavar="N",
                         help="pairs on the contact sheet and in the markdown table, closest first (default 24)")
+    parser.add_argument("--max-pairs", type=int, default=1000, metavar="N",
+                        help="pairs listed in the JSON, closest first (default 1000); every pair is counted, and "
+                             "each test image lists how many training images lie within the thresholds")
+    parser.add_argument("--nearest", type=int, default=3, metavar="N",
+                        help="training images listed per duplicated test image, closest first (default 3)")
     parser.add_argument("--workers", type=int, metavar="N",
                         help="processes hashing images (default: the CPU count, at most 4; 1 hashes in this process)")
     parser.set_defaults(func=run)
@@ -73,12 +78,21 @@ def _run(args: argparse.Namespace) -> int:
     from pathbind_analysis.duplicates.hashing import default_workers, hash_side
     from pathbind_analysis.duplicates.matching import near_duplicates, overlap
     from pathbind_analysis.duplicates.sources import DuplicateError, check_source, parse_image_source
+    from pathbind_analysis.json_report import output_problem
+    from pathbind_tasks.common.images import max_pixels
 
     for option in ("phash_threshold", "dhash_threshold"):
         if not 0 <= getattr(args, option) <= 64:
             raise DuplicateError(f"--{option.replace('_', '-')} must be between 0 and 64 bits")
-    if args.closest < 0 or (args.workers is not None and args.workers < 1):
-        raise DuplicateError("--closest must be 0 or more and --workers 1 or more")
+    if min(args.closest, args.max_pairs, args.nearest) < 0 or (args.workers is not None and args.workers < 1):
+        raise DuplicateError("--closest, --max-pairs and --nearest must be 0 or more and --workers 1 or more")
+    for problem in (output_problem(args.json, "--json"), output_problem(args.out, "--out", folder=True)):
+        if problem:  # before the long hashing pass, not after it
+            raise DuplicateError(problem)
+    try:
+        max_pixels()
+    except ValueError as exc:
+        raise DuplicateError(str(exc)) from None
     train_sources = [parse_image_source(text, "--train") for text in args.train]
     test_sources = [parse_image_source(text, "--test") for text in args.test]
     for option, source in [("--train", s) for s in train_sources] + [("--test", s) for s in test_sources]:
@@ -86,22 +100,36 @@ def _run(args: argparse.Namespace) -> int:
     workers = args.workers or default_workers()
     train = hash_side(train_sources, "training", workers, crops=True)
     test = hash_side(test_sources, "test", workers)
-    pairs = near_duplicates(train, test, args.phash_threshold, args.dhash_threshold)
     train_names, test_names = _names(train_sources), _names(test_sources)
-    per_test, matrix = overlap(pairs, train, test, train_names, test_names)
-    report = _report(args, pairs, train, test, per_test, matrix, train_names, test_names)
+    matches = near_duplicates(train, test, args.phash_threshold, args.dhash_threshold, train_names, test_names,
+                              max_pairs=args.max_pairs, nearest=args.nearest)
+    per_test, matrix = overlap(matches, test, train_names, test_names)
+    report = _report(args, matches, train, test, per_test, matrix, train_names, test_names)
     if args.out is not None:
-        report["outputs"] = _write_outputs(args, report, pairs, (train_sources, train), (test_sources, test))
+        report["outputs"] = _write_outputs(args, report, matches.listed, (train_sources, train), (test_sources, test))
     write_json_report(args.json, report)
     _print_summary(report, args.json)
-    return 0
+    return _measured(report, args.json)
+
+
+def _measured(report: dict[str, Any], json_path: Path) -> int:
+    """1 with an error line when nothing was measured: no test image read, or no training image to compare with."""
+    if report["n_test_assessed"] and not report["n_train_hashed"]:
+        problem = "no training image could be read: there was nothing to compare the test images with"
+    elif not report["n_test_assessed"]:
+        problem = "no test image could be read: nothing was assessed"
+    else:
+        return 0
+    print(f"pathbind audit-duplicates: error: {problem} (reasons under 'unreadable' in {json_path})",
+          file=sys.stderr)
+    return 1
 
 
 def _names(sources: list[ImageSource]) -> list[str]:
     return list(dict.fromkeys(source.name for source in sources))
 
 
-def _report(args: argparse.Namespace, pairs: list[Pair], train: Hashes, test: Hashes, per_test: list[dict[str, Any]],
+def _report(args: argparse.Namespace, matches: Matches, train: Hashes, test: Hashes, per_test: list[dict[str, Any]],
             matrix: list[dict[str, Any]], train_names: list[str], test_names: list[str]) -> dict[str, Any]:
     from importlib.metadata import version
 
@@ -111,18 +139,24 @@ def _report(args: argparse.Namespace, pairs: list[Pair], train: Hashes, test: Ha
                   for entry in hashes.unreadable]
     assessed = sum(row["n_assessed"] for row in per_test)
     duplicated = sum(row["n_duplicated"] for row in per_test)
+    measured = assessed and train.ids  # against no training image, 0% would be no finding but no measurement
     return {
         "rule": "near-duplicate: pHash distance <= thresholds.phash AND dHash distance <= thresholds.dhash",
         "thresholds": {"phash": args.phash_threshold, "dhash": args.dhash_threshold},
         "hashes": {"phash_bits": 64, "dhash_bits": 64, "library": f"imagehash {version('imagehash')}",
                    "train_windows": [window_name(index) for index in range(len(WINDOWS))]},
-        "rho_image": duplicated / assessed if assessed else float("nan"),
+        "rho_image": duplicated / assessed if measured else float("nan"),
         "n_test_assessed": assessed, "n_test_duplicated": duplicated,
-        "n_test_not_assessed": len(test.unreadable), "n_train_unreadable": len(train.unreadable),
+        "n_test_not_assessed": len(test.unreadable), "n_train_hashed": len(train.ids),
+        "n_train_unreadable": len(train.unreadable),
         "per_test": per_test, "matrix": matrix,
         "train": _side_counts(train, train_names), "test": _side_counts(test, test_names),
         "notes": _notes(train, test),
-        "pairs": [pair.record(train, test) for pair in pairs],
+        "n_pairs": matches.n_pairs, "max_pairs": args.max_pairs,
+        "pairs": [pair.record(train, test) for pair in matches.listed],
+        "duplicated_test_images": matches.per_image(train, test),
+        "repeated": {side: {"n": hashes.n_repeated, "examples": hashes.repeated}
+                     for side, hashes in (("train", train), ("test", test))},
         "unreadable": unreadable, "n_unreadable": len(unreadable), "outputs": {},
     }
 
@@ -137,6 +171,11 @@ def _notes(train: Hashes, test: Hashes) -> list[str]:
     if test.unreadable:
         notes.append(f"{len(test.unreadable):,} test image(s) unreadable: not assessed, outside rho_image's "
                      "denominator (listed under 'unreadable').")
+    for side, hashes in (("test", test), ("training", train)):
+        if hashes.n_repeated:
+            notes.append(f"{hashes.n_repeated:,} {side} listing(s) name a file already listed on that side (another "
+                         "spelling of its path, or another list or folder): hashed and counted once (examples "
+                         "under 'repeated').")
     if train.unreadable:
         notes.append(f"{len(train.unreadable):,} training image(s) unreadable: they may hide near-duplicates, so "
                      "rho_image is a lower bound (listed under 'unreadable').")
@@ -151,7 +190,7 @@ def _write_outputs(args: argparse.Namespace, report: dict[str, Any], pairs: list
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     (out / "duplicates.md").write_text(markdown(report, args.closest), encoding="utf-8")
-    closest = sorted(pairs, key=lambda pair: pair.phash + pair.dhash)[:args.closest]
+    closest = pairs[:args.closest]  # the listing is closest first
     train_images = _images(*train, {pair.train for pair in closest})
     test_images = _images(*test, {pair.test for pair in closest})
     sheet = [(test_images[pair.test], train_images[pair.train],
@@ -186,4 +225,5 @@ def _print_summary(report: dict[str, Any], json_path: Path) -> None:
     for note in report["notes"]:
         print(f"\nnote: {note}")
     written = ", ".join([str(json_path), *report["outputs"].values()])
-    print(f"\n{len(report['pairs']):,} near-duplicate pair(s); wrote {written}")
+    listed = f" ({len(report['pairs']):,} closest listed)" if len(report["pairs"]) < report["n_pairs"] else ""
+    print(f"\n{report['n_pairs']:,} near-duplicate pair(s){listed}; wrote {written}")

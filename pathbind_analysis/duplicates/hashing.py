@@ -22,6 +22,7 @@ PROGRESS_EVERY_S = 10.0
 # also hashed in crop windows: a test image cut from one by up to 10% of each side lies a few percent from a window.
 # (share of each side kept, horizontal place, vertical place); the first is the whole image.
 WINDOWS = [(1.0, 0.5, 0.5)] + [(scale, x, y) for scale in (0.95, 0.9) for y in (0.0, 0.5, 1.0) for x in (0.0, 0.5, 1.0)]
+REPEAT_EXAMPLES = 20  # repeated files quoted in the report
 _WORKER_BATCH = 64  # images handed to a worker at a time: memory stays bounded by one batch per worker
 Result = list[tuple[int, int]] | str  # (phash, dhash) per window, or why the image could not be read
 
@@ -39,6 +40,27 @@ class Hashes:
     image: array = field(default_factory=lambda: array("q"))  # the image (index into ids) of each hash
     window: array = field(default_factory=lambda: array("B"))  # the WINDOWS entry of each hash
     unreadable: list[dict[str, str]] = field(default_factory=list)  # {"source", "id", "reason"}
+    n_repeated: int = 0  # files listed again on this side: hashed once
+    repeated: list[dict[str, str]] = field(default_factory=list)  # the first few: {"source", "id", "same_as"}
+
+    def add(self, source: str, position: int, image_id: str, result: Result) -> None:
+        """Record one image's hashes (each window's), or why it is unreadable."""
+        if isinstance(result, str):
+            self.unreadable.append({"source": source, "id": image_id, "reason": result})
+            return
+        for window, (phash, dhash) in enumerate(result):
+            self.phash.append(phash)
+            self.dhash.append(dhash)
+            self.image.append(len(self.ids))
+            self.window.append(window)
+        self.ids.append(image_id)
+        self.sources.append(source)
+        self.positions.append(position)
+
+    def repeat(self, source: str, image_id: str, same_as: str) -> None:
+        self.n_repeated += 1
+        if len(self.repeated) < REPEAT_EXAMPLES:
+            self.repeated.append({"source": source, "id": image_id, "same_as": same_as})
 
     def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """pHash, dHash, image and window of every hash as numpy arrays (views, no copy)."""
@@ -73,45 +95,51 @@ def _hash_pair(image: Image.Image) -> tuple[int, int]:
     return int(str(imagehash.phash(image)), 16), int(str(imagehash.dhash(image)), 16)
 
 
-def _hash_batch(items: list[ImageItem], crops: bool) -> list[Result]:
-    return [image_hashes(item, crops) for item in items]
+def _hash_batch(items: list[tuple[int, ImageItem]], crops: bool) -> list[Result]:
+    return [image_hashes(item, crops) for _, item in items]
 
 
 def hash_side(sources: list[ImageSource], label: str, workers: int, crops: bool = False) -> Hashes:
-    """Hash every image of every source, streaming; a progress line goes to stderr every ten seconds."""
+    """Hash every image of every source, streaming; a progress line goes to stderr every ten seconds. A file listed
+    again on this side (another spelling of its path, another list or folder naming it) is hashed once: the
+    repeat is counted in ``repeated``, never assessed twice."""
     hashes, started, last = Hashes(), time.monotonic(), time.monotonic()
-    position = 0
+    seen: dict[str, str] = {}  # resolved file path -> the id it was first hashed under
     with ProcessPoolExecutor(workers) if workers > 1 else _Inline() as pool:
         for source in sources:
-            first = position
-            for batch, results in _batched_results(iter_items(source), pool, workers, crops):
-                for item, result in zip(batch, results, strict=True):
-                    position += 1
-                    if isinstance(result, str):
-                        hashes.unreadable.append({"source": source.name, "id": item.id, "reason": result})
-                        continue
-                    for window, (phash, dhash) in enumerate(result):
-                        hashes.phash.append(phash)
-                        hashes.dhash.append(dhash)
-                        hashes.image.append(len(hashes.ids))
-                        hashes.window.append(window)
-                    hashes.ids.append(item.id)
-                    hashes.sources.append(source.name)
-                    hashes.positions.append(position - 1)
+            first = len(hashes.positions) + len(hashes.unreadable) + hashes.n_repeated
+            listed = _first_listings(source, seen, hashes, first)
+            for batch, results in _batched_results(listed, pool, workers, crops):
+                for (position, item), result in zip(batch, results, strict=True):
+                    hashes.add(source.name, position, item.id, result)
                 if time.monotonic() - last >= PROGRESS_EVERY_S:
                     last = time.monotonic()
                     _progress(label, hashes, last - started)
-            hashes.source_sizes.append(position - first)
+            hashes.source_sizes.append(len(hashes.positions) + len(hashes.unreadable) + hashes.n_repeated - first)
     _progress(label, hashes, time.monotonic() - started)
     return hashes
+
+
+def _first_listings(source: ImageSource, seen: dict[str, str], hashes: Hashes,
+                    first: int) -> Iterator[tuple[int, ImageItem]]:
+    """``(place in the side's listing, item)`` for each image of ``source`` not already listed on this side; the
+    repeats are counted (embedded Parquet images have no path to compare and are never merged)."""
+    for position, item in enumerate(iter_items(source), start=first):
+        key = os.path.normcase(os.path.realpath(item.path)) if item.path and item.data is None else None
+        if key is not None and key in seen:
+            hashes.repeat(source.name, item.id, seen[key])
+            continue
+        if key is not None:
+            seen[key] = item.id
+        yield position, item
 
 
 def default_workers() -> int:
     return min(4, os.cpu_count() or 1)
 
 
-def _batched_results(items: Iterator[ImageItem], pool: ProcessPoolExecutor | _Inline, workers: int,
-                     crops: bool) -> Iterator[tuple[list[ImageItem], list[Result]]]:
+def _batched_results(items: Iterator[tuple[int, ImageItem]], pool: ProcessPoolExecutor | _Inline, workers: int,
+                     crops: bool) -> Iterator[tuple[list[tuple[int, ImageItem]], list[Result]]]:
     """Results in input order, at most ``workers`` batches in flight."""
     while True:
         batches = [batch for batch in (list(islice(items, _WORKER_BATCH)) for _ in range(workers)) if batch]
@@ -129,8 +157,8 @@ class _Inline:
     def __exit__(self, *exc: object) -> None:
         return None
 
-    def map(self, function: Callable[[list[ImageItem]], list[Result]],
-            batches: list[list[ImageItem]]) -> Iterator[list[Result]]:
+    def map(self, function: Callable[[list[tuple[int, ImageItem]]], list[Result]],
+            batches: list[list[tuple[int, ImageItem]]]) -> Iterator[list[Result]]:
         return map(function, batches)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from math import comb
@@ -48,6 +48,11 @@ class _Chunk:
     def _key(hashes: np.ndarray, shift: int, width: int) -> np.ndarray:
         return ((hashes >> np.uint64(shift)) & np.uint64((1 << width) - 1)).astype(np.int64)
 
+    def candidates(self, queries: np.ndarray) -> int:
+        """How many indexed hashes :meth:`near` would check for these queries."""
+        wanted = (self._key(queries, self.shift, self.width)[:, None] ^ self.flips[None, :]).ravel()
+        return int((self.offsets[wanted + 1] - self.offsets[wanted]).sum())
+
     def near(self, queries: np.ndarray, radius: int) -> tuple[np.ndarray, np.ndarray]:
         """(query, position) of every indexed hash within ``radius`` whose chunk lies within the chunk radius of
         the query's: the buckets of every key within the chunk radius, expanded and checked without a Python loop."""
@@ -84,10 +89,23 @@ class HammingIndex:
 
     def pairs(self, queries: np.ndarray) -> Triples:
         """``(query, item, distance)`` for every indexed hash within ``radius`` of a query, sorted by query, item."""
+        return _joined(list(self.iter_pairs(queries)))
+
+    def iter_pairs(self, queries: np.ndarray) -> Iterator[Triples]:
+        """:meth:`pairs` in batches of consecutive queries, each checking at most about 4 million candidates
+        (one query with more is a batch of its own): memory stays bounded however alike the hashes are."""
         queries = np.ascontiguousarray(queries, dtype=np.uint64)
-        found = [self._batch_pairs(queries[start:start + self._batch], start)
-                 for start in range(0, len(queries), self._batch)]
-        return _joined(found)
+        for start in range(0, len(queries), self._batch):
+            yield from self._bounded(queries[start:start + self._batch], start)
+
+    def _bounded(self, queries: np.ndarray, offset: int) -> Iterator[Triples]:
+        """The batch's pairs, halving it while it would check more candidates than the budget."""
+        if len(queries) > 1 and sum(c.candidates(queries) for c in self._chunks) > _CANDIDATES_PER_BATCH:
+            half = len(queries) // 2
+            yield from self._bounded(queries[:half], offset)
+            yield from self._bounded(queries[half:], offset + half)
+        else:
+            yield self._batch_pairs(queries, offset)
 
     def _batch_pairs(self, queries: np.ndarray, offset: int) -> Triples:
         codes = []

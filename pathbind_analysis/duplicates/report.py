@@ -24,8 +24,8 @@ def markdown(report: dict[str, Any], max_pairs: int) -> str:
         lines.append(f"| {row['train']} | {row['test']} | {row['n_assessed']} | {row['n_not_assessed']} | "
                      f"{row['n_duplicated']} | {rho} | {row['n_pairs']} |")
     lines += ["", *(f"Note: {note}" for note in report["notes"])]
-    closest = sorted(report["pairs"], key=_closeness)[:max_pairs]
-    lines += ["", f"## Closest pairs ({len(closest)} of {len(report['pairs'])})", "",
+    closest = report["pairs"][:max_pairs]  # listed closest first
+    lines += ["", f"## Closest pairs ({len(closest)} of {report['n_pairs']})", "",
               "| test source | test image | train source | train image | pHash | dHash | matched on |",
               "|---|---|---|---|---:|---:|---|"]
     lines += [f"| {p['test_source']} | {_cell(p['test'])} | {p['train_source']} | {_cell(p['train'])} | "
@@ -54,10 +54,6 @@ def contact_sheet(pairs: list[tuple[Image.Image, Image.Image, str, str]], path: 
         draw.text((10, y + THUMB + 3), top, fill="black")
         draw.text((10, y + THUMB + 17), bottom, fill="dimgray")
     sheet.save(path)
-
-
-def _closeness(pair: dict[str, Any]) -> int:
-    return int(pair["distance"]["phash"] + pair["distance"]["dhash"])
 
 
 def _cell(text: str) -> str:

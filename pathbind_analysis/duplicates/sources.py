@@ -10,6 +10,9 @@ from typing import Any
 from pathbind_analysis.audit.inventory import SOURCE_NAME, InventoryError, open_text, split_column
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp", ".gif"})
+# Tables that a text list of paths is not: read as one, every row (a header, several columns) would be a missing file.
+TABLE_SUFFIXES = frozenset({".csv", ".tsv", ".tab", ".json", ".jsonl", ".ndjson", ".xlsx", ".xls", ".npy", ".npz",
+                            ".pt", ".h5", ".hdf5", ".feather", ".arrow"})
 ID_COLUMNS = ("id", "image_id", "uid", "key", "file_name", "filename", "name")  # first found names a Parquet row
 _BATCH_ROWS = 64  # Parquet rows decoded at a time: embedded images stay on disk until hashed
 
@@ -58,6 +61,10 @@ def parse_image_source(text: str, option: str) -> ImageSource:
         raise DuplicateError(f"{option} {text!r}: no such file or folder: {path}")
     image_column, _, id_column = (columns or "").partition(",")
     source = ImageSource(name or path.stem or path.resolve().name, path, image_column or None, id_column or None)
+    if source.kind == "list" and path.suffix.lower() in TABLE_SUFFIXES:
+        raise DuplicateError(f"{option} {text!r}: {path.name} is a {path.suffix.lower()[1:].upper()} table, not an "
+                             "image source; give a folder, an image, a text list of image paths (one per line, "
+                             "e.g. a .txt) or a .parquet file with an image or path column")
     if columns and source.kind != "parquet":
         raise DuplicateError(f"{option} {text!r}: ':{columns}' names Parquet columns, but {path} is a "
                              f"{source.kind}")

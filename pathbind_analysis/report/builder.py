@@ -35,6 +35,8 @@ def build_report(run_dirs: list[Path], out: Path, *, pairs: str = "", overlays: 
     chosen_pairs = resolve_pairs(pairs, runs) if pairs else []
     out.mkdir(parents=True, exist_ok=True)
     figures = out / "figures"
+    for stale in figures.glob("*.png") if figures.is_dir() else []:  # a reused --out: only this report's figures
+        stale.unlink()
     sections = [_runs_section(runs), accounting_section(runs), vqa_section(runs), grounding_section(runs, figures),
                 overlay_section(runs, figures, overlays), pathview_section(runs), faithfulness_section(runs, figures),
                 leakage_section(runs, audits or [], figures)]

@@ -57,7 +57,11 @@ def rgb_image(image: Image.Image | dict[str, Any] | bytes | str) -> Image.Image:
     Use it in every ``doc_to_visual`` instead of ``doc["image"].convert("RGB")``, which turns 16-bit pixels
     white. Raises ``ValueError`` for pixels without a declared range or outside it.
     """
-    decoded: Image.Image = image if isinstance(image, Image.Image) else datasets.Image().decode_example(_encoded(image))
+    if isinstance(image, Image.Image):
+        decoded = image
+    else:
+        with _pil_limit_at_least(_limit_or_default()):
+            decoded = datasets.Image().decode_example(_encoded(image))
     if decoded.mode in (*_SIXTEEN_BIT, "I", "F"):
         return _to_8_bit(decoded).convert("RGB")
     return decoded.convert("RGB")
@@ -109,6 +113,26 @@ def _encoded(value: dict[str, Any] | bytes | str) -> dict[str, Any]:
     if isinstance(value, str):
         return {"bytes": None, "path": value}
     return {"bytes": value.get("bytes"), "path": value.get("path")}
+
+
+def _limit_or_default() -> int:
+    try:
+        return max_pixels()
+    except ValueError:  # the check (image_problem's caller) reports a bad setting; decoding keeps the default
+        return DEFAULT_MAX_PIXELS
+
+
+@contextmanager
+def _pil_limit_at_least(limit: int) -> Iterator[None]:
+    """PIL's own decompression-bomb guard (an error above ~179 MP) raised to our limit where that is higher: an
+    image the check accepted under a larger $PATHBIND_MAX_IMAGE_PIXELS decodes instead of raising."""
+    bomb = Image.MAX_IMAGE_PIXELS
+    if bomb is not None and bomb < limit:
+        Image.MAX_IMAGE_PIXELS = limit
+    try:
+        yield
+    finally:
+        Image.MAX_IMAGE_PIXELS = bomb
 
 
 @contextmanager

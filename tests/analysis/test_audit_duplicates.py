@@ -121,12 +121,16 @@ def test_planted_copies_are_found_with_their_distances_and_new_tiles_are_not(rep
 
 
 def test_rho_image_counts_unreadable_test_images_as_not_assessed(report):
-    """16 folder images hashed + 1 truncated; HF parquet 1 of 2; the list: 1 image, 1 missing file."""
+    """16 folder images hashed + 1 truncated; HF parquet 1 of 2; the list: 1 missing file, and 1 image the folder
+    already holds (under another path): assessed once, counted as a repeat, so rho_image's denominator is 18."""
     per_test = {row["test"]: row for row in report["json"]["per_test"]}
     assert [(r["n_assessed"], r["n_not_assessed"], r["n_duplicated"]) for r in per_test.values()] == [
-        (16, 1, 9), (2, 0, 1), (1, 1, 0)]
-    assert per_test["folder"]["rho_image"] == pytest.approx(9 / 16) and per_test["listed"]["rho_image"] == 0
-    assert report["json"]["rho_image"] == pytest.approx(10 / 19)
+        (16, 1, 9), (2, 0, 1), (0, 1, 0)]
+    assert per_test["folder"]["rho_image"] == pytest.approx(9 / 16) and per_test["listed"]["rho_image"] is None
+    assert report["json"]["rho_image"] == pytest.approx(10 / 18)
+    assert report["json"]["repeated"]["test"] == {"n": 1, "examples": [
+        {"source": "listed", "id": "test_images/new_20.png", "same_as": "new_20.png"}]}
+    assert any("hashed and counted once" in note for note in report["json"]["notes"])
     assert (report["json"]["n_test_not_assessed"], report["json"]["n_train_unreadable"]) == (2, 1)
     assert any("lower bound" in note for note in report["json"]["notes"]) and "lower bound" in report["stdout"]
 
@@ -204,13 +208,19 @@ def test_index_finds_exactly_the_pairs_of_a_full_scan(radius):
     (["--train", "nowhere", "--test", "t"], "--train 'nowhere': no such file or folder: nowhere"),
     (["--train", "empty", "--test", "t"], "--train empty: no images in empty"),
     (["--train", "t", "--test", "plain.parquet"], "no image column"),
+    (["--train", "t", "--test", "paths.csv"], "--test 'paths.csv': paths.csv is a CSV table, not an image source"),
+    (["--train", "t", "--test", "t", "--json", "t"], "--json t: a folder, not a file"),
+    (["--train", "t", "--test", "t", "--json", "file/r.json"], "--json file/r.json: file is a file, not a folder"),
+    (["--train", "t", "--test", "t", "--out", "file"], "--out file: a file, not a folder"),
 ])
 def test_errors_are_one_line(tmp_path, args, message):
     (tmp_path / "empty").mkdir()
     (tmp_path / "t").mkdir()
     tile(0, 64).save(tmp_path / "t" / "a.png")
     pd.DataFrame({"id": ["a"], "caption": ["no image here"]}).to_parquet(tmp_path / "plain.parquet")
-    done = audit(tmp_path, *args, "--json", "r.json")
+    (tmp_path / "paths.csv").write_text("path,label\nt/a.png,tumour\n")
+    (tmp_path / "file").write_text("")
+    done = audit(tmp_path, *args, *([] if "--json" in args else ["--json", "r.json"]))
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.startswith("pathbind audit-duplicates: error: ") and message in done.stderr
     assert done.stderr.count("\n") == 1
@@ -225,3 +235,64 @@ def test_benchmark_quick_mode_runs_and_agrees_with_brute_force():
     assert line["benchmark"] == "duplicates" and line["pairs_identical"] and line["pairs"] > 0
     assert line["time_ratio_index_vs_brute"] > 0
     assert line["thresholds_evidence"]["unrelated_pairs_within_thresholds"] == 0
+    identical = line["identical_tiles"]  # 1,000 identical tiles each side: counted in far less than enumerated
+    assert identical["pairs"] == 1_000_000 and identical["peak_ratio_vs_enumerating_at_n"] < 0.1
+
+
+def test_a_bad_pixel_limit_is_one_line_before_any_hashing(tmp_path):
+    """PATHBIND_MAX_IMAGE_PIXELS that is no number: exit 1, one line naming it, no report."""
+    (tmp_path / "t").mkdir()
+    tile(0, 64).save(tmp_path / "t" / "a.png")
+    done = run([str(BIN / "pathbind"), "audit-duplicates", "--train", "t", "--test", "t", "--json", "r.json"],
+               cwd=tmp_path, env={"PATHBIND_MAX_IMAGE_PIXELS": "lots"})
+    assert done.returncode == 1 and not (tmp_path / "r.json").exists()
+    assert done.stderr == ("pathbind audit-duplicates: error: PATHBIND_MAX_IMAGE_PIXELS='lots' is not a positive "
+                           "number of pixels\n")
+
+
+def test_a_pixel_limit_above_pils_own_decodes_instead_of_raising(tmp_path, monkeypatch):
+    """With PIL's decompression-bomb guard below the image (as the real ~179 MP guard is below a 200 MP limit),
+    an image under $PATHBIND_MAX_IMAGE_PIXELS is hashed, and one above it is unreadable with our reason."""
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 1_000)  # PIL errors above 2,000 pixels
+    monkeypatch.setenv("PATHBIND_MAX_IMAGE_PIXELS", "10000")
+    assert not isinstance(image_hashes(ImageItem("a", data=encoded(tile(0, 96)))), str)  # 9,216 pixels
+    assert image_hashes(ImageItem("b", data=encoded(tile(0, 128)))).startswith("image too large (128x128")
+    assert Image.MAX_IMAGE_PIXELS == 1_000  # PIL's setting is left as it was
+
+
+def test_nothing_measured_exits_1_with_a_strict_report(tmp_path):
+    """No readable test image (rho undefined) or no readable training image (0% would be a false all-clear):
+    exit 1 naming why; the report is written, with null for rho_image, and no NaN token."""
+    (tmp_path / "good").mkdir()
+    tile(0, 64).save(tmp_path / "good" / "a.png")
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "cut.png").write_bytes(encoded(tile(1))[:300])
+    for train, test, why in (("good", "bad", "no test image could be read"),
+                             ("bad", "good", "no training image could be read")):
+        done = audit(tmp_path, "--train", train, "--test", test, "--json", f"{why}.json", "--workers", "1")
+        assert done.returncode == 1 and "Traceback" not in done.stderr
+        assert done.stderr.splitlines()[-1].startswith(f"pathbind audit-duplicates: error: {why}")
+        text = (tmp_path / f"{why}.json").read_text()
+        assert "NaN" not in text and json.loads(text)["rho_image"] is None
+
+
+def test_identical_tiles_are_counted_not_enumerated(tmp_path):
+    """300 identical training tiles (blank background, the commonest tile) x 200 identical test tiles: 60,000 pairs
+    counted, --max-pairs of them listed, each test image with its count and nearest training images."""
+    blank = encoded(Image.new("RGB", (64, 64), (236, 230, 238)))
+    for side, n in (("train", 300), ("test", 200)):
+        (tmp_path / side).mkdir()
+        for k in range(n):
+            (tmp_path / side / f"{k:03d}.png").write_bytes(blank)
+    done = audit(tmp_path, "--train", "train", "--test", "test", "--json", "r.json", "--max-pairs", "50",
+                 "--nearest", "2", "--workers", "1")
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert (report["n_pairs"], len(report["pairs"]), report["rho_image"]) == (60_000, 50, 1.0)
+    assert report["matrix"][0]["n_pairs"] == 60_000
+    assert [(p["test"], p["train"]) for p in report["pairs"][:3]] == [("000.png", "000.png"), ("000.png", "001.png"),
+                                                                     ("000.png", "002.png")]
+    images = report["duplicated_test_images"]
+    assert len(images) == 200 and {i["n_train_within"] for i in images} == {300}
+    assert [n["train"] for n in images[7]["nearest"]] == ["000.png", "001.png"]
+    assert "60,000 near-duplicate pair(s) (50 closest listed)" in done.stdout

@@ -226,6 +226,14 @@ def test_filter_threshold_out_of_range(tmp_path: Path, logs: Path) -> None:
         in done.stderr
 
 
+def test_filter_out_that_is_a_file_fails_before_reading_the_logs(tmp_path: Path, logs: Path) -> None:
+    """--out naming a file: one line, exit 1, before any log is read."""
+    (tmp_path / "taken").write_text("")
+    done = pathbind(tmp_path, *filter_args(logs, tmp_path / "taken"))
+    assert (done.returncode, done.stderr) == (1, f"pathbind filter: error: --out {tmp_path / 'taken'}: a file, not a "
+                                                 "folder\n")
+
+
 def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
     with path.open("w", newline="") as handle:
         csv.writer(handle).writerows([header, *rows])

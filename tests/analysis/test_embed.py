@@ -79,13 +79,15 @@ def test_installed_command_output_is_audited_as_it_is(tiny_model, tmp_path):
     assert main(["audit-features", str(tmp_path / "emb.parquet"), "--json", str(tmp_path / "audit.json"),
                  "--encoder", "tiny-qwen2-vl", "--n-resamples", "20"]) == 0
     report = json.loads((tmp_path / "audit.json").read_text())
-    assert report["rows"] == {"read": 8, "used": 8, "dropped": {}, "dropped_examples": {}}
+    assert report["rows"] == {"read": 8, "used": 8, "dropped": {}, "dropped_examples": {}, "slides_by_rows": {"1": 8},
+                              "repeated_slides": {}}
     assert (report["tss"]["n_sites"], report["reid"]["n_patients"], report["reid_chance"]) == (2, 4, 0.25)
 
 
 @pytest.mark.parametrize(("names", "message"), [
     ([], "no images"),
-    (["TCGA-AA-0001", "TCGA-AA-0001"], "have the same id 'TCGA-AA-0001'"),
+    (["TCGA-AA-0001", "TCGA-AA-0001"], "name the same slide 'TCGA-AA-0001'"),
+    (["TCGA-AA-0001", "tcga-aa-0001"], "name the same slide 'tcga-aa-0001'"),
 ])
 def test_bad_image_folders_are_named_errors(tmp_path, capsys, names, message):
     (tmp_path / "images").mkdir()
@@ -127,3 +129,16 @@ def test_help_does_not_import_torch():
             "print(sorted({'torch', 'sklearn'} & set(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip().splitlines()[-1] == "[]", done.stderr
+
+
+def test_an_unusable_out_or_pixel_limit_fails_before_the_model_loads(tmp_path, capsys, monkeypatch):
+    """--out that is a folder, or PATHBIND_MAX_IMAGE_PIXELS that is no number: one line, no model loaded (the model
+    named does not exist)."""
+    (tmp_path / "images").mkdir()
+    write_images(tmp_path / "images", ["TCGA-AA-0001"])
+    assert main(["embed", "--model", "nowhere", str(tmp_path / "images"), "--out", str(tmp_path)]) == 1
+    assert capsys.readouterr().err == f"pathbind embed: error: --out {tmp_path}: a folder, not a file\n"
+    monkeypatch.setenv("PATHBIND_MAX_IMAGE_PIXELS", "-5")
+    assert main(["embed", "--model", "nowhere", str(tmp_path / "images"), "--out", str(tmp_path / "e.parquet")]) == 1
+    assert capsys.readouterr().err == ("pathbind embed: error: PATHBIND_MAX_IMAGE_PIXELS='-5' is not a positive "
+                                       "number of pixels\n")

@@ -84,6 +84,21 @@ def test_inventories_are_counted_with_siblings_and_duplicates_once(report):
     train = report["json"]["train"]
     assert (train["A"]["n_rows"], train["A"]["n_tcga"], train["A"]["n_cases"], train["A"]["n_tss"]) == (7, 5, 3, 2)
     assert train["C"]["files"] == ["corpus_c.json", "corpus_c.jsonl"] and train["C"]["n_cases"] == 3
+    # Slides by barcode whatever the spelling (path, UUID, suffix, case): 4 slides, one of them named twice.
+    assert (train["A"]["n_slides"], train["A"]["slides_by_rows"]) == (4, {"1": 3, "2": 1})
+    assert train["A"]["repeated_slides_examples"] == {"TCGA-BB-0003-01Z-00-DX1": 2}
+
+
+def test_nothing_measured_and_unusable_outputs_exit_1(tmp_path):
+    """Only a test set without a TCGA case: the report is written, exit 1 naming why; an --out that is a file: one
+    line before any reading."""
+    write_inventories(tmp_path)
+    done = audit(tmp_path, "--train", "A=corpus_a.txt", "--test", "bcnb=bcnb.csv", "--out", "out")
+    assert done.returncode == 1 and (tmp_path / "out" / "leakage.json").exists()
+    assert done.stderr.splitlines()[-1].startswith("pathbind audit-leakage: error: no test set holds a TCGA case")
+    (tmp_path / "file").write_text("")
+    done = audit(tmp_path, "--train", "A=corpus_a.txt", "--test", "b=bench.tsv", "--out", "file")
+    assert (done.returncode, done.stderr) == (1, "pathbind audit-leakage: error: --out file: a file, not a folder\n")
 
 
 def test_unknown_and_malformed_entries_are_listed_with_a_lower_bound_note(report):

@@ -203,3 +203,21 @@ def test_the_pairs_section_shows_the_clustered_paired_changes(report):
     row = next(line for line in markdown.splitlines()
                if line.startswith("| pathbind_blind → pathbind_control | pathbind_demo_vqa | ΔMG"))
     assert "60 (image)" in row
+
+
+def test_a_reused_out_folder_keeps_no_old_figure(tmp_path):
+    """A second report into the same --out: the PNGs of the first are gone, and the count printed is the
+    figures this report made (here none)."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "a_results.json").write_text(json.dumps(
+        {"config": {"model": "m"}, "results": {"vqa": {"acc_image,none": 80.0}}}))
+    figures = tmp_path / "out" / "figures"
+    figures.mkdir(parents=True)
+    for name in ("grounding_iou.png", "pairs.png"):
+        (figures / name).write_bytes(b"\x89PNG\r\n\x1a\n")
+    done = run([str(BIN / "pathbind"), "report", str(tmp_path / "run"), "--out", str(tmp_path / "out"),
+                "--overlays", "0"], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    made = sorted(figures.glob("*.png"))
+    assert "grounding_iou.png" not in [p.name for p in made]
+    assert done.stdout.strip().endswith(f"and {len(made)} figure(s)")

@@ -173,6 +173,28 @@ def test_summary_shows_each_tasks_row_accounting(tmp_path):
                                                                                    "repeated id": 1}
 
 
+def test_summary_json_is_strict_and_a_file_without_a_metric_fails(tmp_path):
+    """NaN and infinite metrics (as lmms-eval writes them) come out as null, which a strict parser accepts; a results
+    file whose tasks hold no number is an error, exit 1, not an empty table."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "a_results.json").write_text(
+        '{"config": {"model": "m"}, "results": {"vqa": {"acc_image,none": NaN, "mg,none": Infinity, "n,none": 3}}}')
+    done = pathbind(tmp_path, "summary", str(tmp_path / "run"), "--json")
+    assert done.returncode == 0, done.stderr
+    assert "NaN" not in done.stdout and "Infinity" not in done.stdout
+
+    def refuse(token):
+        raise ValueError(token)
+
+    rows = json.loads(done.stdout, parse_constant=refuse)
+    assert rows == [{"model": "m", "task": "vqa", "acc_image": None, "mg": None, "n": 3}]
+    write_results(tmp_path / "empty" / "b_results.json", {"vqa": {"alias": "vqa"}})
+    for extra in ([], ["--json"]):
+        empty = pathbind(tmp_path, "summary", str(tmp_path / "empty"), *extra)
+        assert empty.returncode == 1 and empty.stdout == ""
+        assert empty.stderr.startswith("pathbind summary: error: no metric in ") and len(empty.stderr.splitlines()) == 1
+
+
 def test_demo_data_on_an_unusable_out_is_one_line_not_a_traceback(tmp_path):
     """--out below a file: exit 1 naming the file; --n 0: a usage error, exit 2."""
     (tmp_path / "file").write_text("")

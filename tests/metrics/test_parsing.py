@@ -188,6 +188,43 @@ def test_parse_yes_no(text: str, expected: str | None) -> None:
     assert parse_yes_no(text) == expected
 
 
+SELF_CORRECTED_YES_NO = [
+    "The answer is no. Actually, it is yes.", "Yes. Wait, no.", "No. On second thought, yes.",
+    "No, I mean yes.", "The answer is yes. Sorry, make that no.", "Yes. Hmm, I was wrong: it is no.",
+    "No. Correction: the answer is yes.", "Yes, scratch that, no.", "是的。不对，不是。", "Yes, but actually no.",
+    "<answer>No. Actually, it is yes.</answer>",
+]
+SELF_CORRECTED_CHOICE = [
+    "A. Actually, B.", "The answer is A. Wait, it should be C.", "Answer: B. Sorry, I mean D.",
+    "(A) I was wrong, (C).", "Answer: A. Scratch that: D", "I think it is B. Actually, C.",
+    "A. On second thought, C is correct.", "Answer: C. Let me reconsider... it is A.", "B. Make that D.",
+    "<answer>A. Actually, B.</answer>", "Answer: B. Actually, Lymphoma.",
+]
+
+
+@pytest.mark.parametrize("text", SELF_CORRECTED_YES_NO)
+def test_a_self_corrected_yes_no_names_both_answers(text: str) -> None:
+    """However the correction is worded, a corrected yes/no answer names both: invalid."""
+    assert parse_yes_no(text) is None
+
+
+@pytest.mark.parametrize("text", SELF_CORRECTED_CHOICE)
+def test_a_self_corrected_choice_names_both_options(text: str) -> None:
+    """However the correction is worded, a corrected option names both: invalid."""
+    assert parse_choice(text, OPTS) is None
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("Yes. Actually, yes.", "yes"), ("Yes, actually the glands are benign.", "yes"),
+    ("Yes, the glands are well formed. Actually, no malignancy is seen.", "yes"),
+    ("B. Actually, B is correct.", "B"), ("Answer: B. Actually, the glands show atypia.", "B"),
+    ("Answer: B. Actually, option B is right because C is wrong.", "B"), ("B. Actually, I think it is B.", "B"),
+])
+def test_a_correction_that_repeats_the_answer_or_names_none_keeps_it(text: str, expected: str) -> None:
+    """"Actually" before the same answer, or before no answer at all, is no second answer."""
+    assert (parse_yes_no(text) if expected in ("yes", "no") else parse_choice(text, OPTS)) == expected
+
+
 @pytest.mark.parametrize(("n", "expected"), [(0, []), (1, ["A"]), (4, ["A", "B", "C", "D"])])
 def test_choice_letters(n: int, expected: list[str]) -> None:
     """Letters run from A, one per option."""

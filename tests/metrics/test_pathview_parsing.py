@@ -111,6 +111,14 @@ def test_parse_option_ignores_a_negated_option():
     assert parse_option("It is definitely tumor", ["tumor", "stroma"], matcher()) == "tumor"
 
 
+@pytest.mark.parametrize("text", ["A. Actually, stroma.", "Stroma. Wait, it is tumor.",
+                                  "Tumor. Sorry, I mean stroma.", "B. On second thought, A."])
+def test_parse_option_refuses_a_self_correction_by_letter_or_label(text):
+    """A correction whose parts name different options, by letter or by label, is invalid."""
+    assert parse_option(text, ["tumor", "stroma"], matcher()) is None
+    assert parse_option("A. Actually, A is right.", ["tumor", "stroma"], matcher()) == "tumor"
+
+
 def test_parse_entities_through_synonyms_longest_first():
     """'tumour cells' is a neoplastic cell, not a tumour; think blocks are ignored."""
     text = "<think>necrosis?</think><answer>Tumour cells in desmoplastic stroma, TILs and a blood vessel</answer>"
