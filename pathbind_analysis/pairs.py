@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -11,6 +10,7 @@ from typing import Any
 
 from pathbind.lmms_output import task_data, task_results, task_samples
 from pathbind.provenance import data_differences
+from pathbind.strict_json import dumps_strict
 from pathbind.table import format_table
 
 DEFAULT_VQA, DEFAULT_GROUNDING = "pathbind_vqa", "pathbind_grounding_testa"
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
               "any pair", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps(_strict({"pairs": rows, "kendall_tau_vs_iou_q0.2": agreement}), indent=2, allow_nan=False))
+        print(dumps_strict({"pairs": rows, "kendall_tau_vs_iou_q0.2": agreement}, indent=2))
         return 0
     print(format_table([_display(row) for row in rows]))
     if agreement:
@@ -213,17 +213,6 @@ def _rankings(runs: list[Path], task: str) -> dict[str, float]:
             scores[f"iou@q={q}"].append(results.get("q_sweep,none", {}).get(str(q), {}).get("iou", math.nan))
         scores["pixel_ap"].append(results.get("pixel_ap,none", math.nan))
     return ranking_agreement(scores, f"iou@q={Q_DEFAULT}") if len(runs) >= 2 else {}
-
-
-def _strict(value: Any) -> Any:
-    """``value`` with every non-finite float as None: strict JSON."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {key: _strict(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_strict(item) for item in value]
-    return value
 
 
 def _display(row: dict[str, Any]) -> dict[str, Any]:
