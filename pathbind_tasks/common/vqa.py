@@ -7,6 +7,7 @@ record is emitted under, so one metric_list serves every variant. ``process_docs
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -182,6 +183,8 @@ def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
     if len(answers) > 1:
         record["repeats"] = [{key: scored[key] for key in ("parsed", "valid", "correct")}
                              for scored in (_scored(doc, answer, record["id"]) for answer in answers)]
+    # Interned: an item's conditions, and the items of one image, share their ids, keys and answers in memory.
+    record = {key: sys.intern(value) if isinstance(value, str) else value for key, value in record.items()}
     return dict.fromkeys(names(f"vqa_{doc.get('condition_set') or 'full'}"), record)
 
 
