@@ -96,7 +96,8 @@ def stratified_metric(values: Sequence[float] | np.ndarray, partitions: Sequence
     dict
         ``{partition: {"n", "clusters", "mean", "ci_low", "ci_high"}}`` for each of :data:`PARTITIONS`, plus
         ``"gap": {"mean", "ci_low", "ci_high", "design_effect"}`` and ``"excluded": {"n"}``. An empty partition
-        has a NaN mean and interval, and so has a gap that involves it.
+        has a NaN mean and interval, a partition of one cluster a NaN interval, and so has a gap that involves
+        it.
 
     Examples
     --------
@@ -143,7 +144,7 @@ def _cluster_totals(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
 
 def _resampled_means(totals: np.ndarray, n_resamples: int, seed: tuple[int, int]) -> np.ndarray:
-    if not len(totals):
+    if len(totals) < 2:  # one case cannot show how cases vary: no interval, rather than a point
         return np.full(n_resamples, np.nan)
     return resampled(lambda sums: sums[..., 0] / sums[..., 1], totals, n_resamples, seed)
 

@@ -67,7 +67,7 @@ def stratified_markdown(rows: list[dict[str, Any]], binary: set[str], notes: lis
     """Table 2 form: per training inventory and metric, each subset's mean (n) per partition and the gap."""
     lines = ["# Metrics by leak status", "",
              "Means with 95% percentile-bootstrap intervals, resampling cases (patients; an id without a TCGA "
-             "case is its own) within each partition. Gap = "
+             "case is its own) within each partition; n/a where a partition holds one case. Gap = "
              f"{PATIENT} − {CLEAN} (points for accuracies); positive means better on what was trained on."]
     for (train, metric), group in _groups(rows):
         scale = 100.0 if metric in binary else 1.0
@@ -77,8 +77,9 @@ def stratified_markdown(rows: list[dict[str, Any]], binary: set[str], notes: lis
         for row in group:
             cells = [_mean(row[p], scale) for p in PARTITIONS]
             gap = row["gap"]
-            cells.append("n/a" if math.isnan(gap["mean"]) else f"{_signed(gap['mean'], scale)} "
-                         f"[{_signed(gap['ci_low'], scale)}, {_signed(gap['ci_high'], scale)}]")
+            interval = ("[n/a]" if math.isnan(gap["ci_low"]) else
+                        f"[{_signed(gap['ci_low'], scale)}, {_signed(gap['ci_high'], scale)}]")
+            cells.append("n/a" if math.isnan(gap["mean"]) else f"{_signed(gap['mean'], scale)} {interval}")
             lines.append(f"| {row['subset']} | " + " | ".join(cells) + f" | {row['excluded']['n']} |")
     if notes:
         lines += ["", "## Notes", "", *(f"- {note}" for note in notes)]
@@ -100,9 +101,15 @@ def _mean(cell: dict[str, float], scale: float) -> str:
     if cell["n"] == 0:
         return "– (n=0)"
     low, mean, high = (scale * cell[k] for k in ("ci_low", "mean", "ci_high"))
+    counts = f"(n={cell['n']}, {cell['clusters']} cases)"  # the interval resampled the cases
     if scale == 100.0:
-        return f"{mean:.1f}% [{low:.1f}, {high:.1f}] (n={cell['n']})"
-    return f"{mean:.3g} [{low:.3g}, {high:.3g}] (n={cell['n']})"
+        return f"{mean:.1f}% {_bounds(low, high, '.1f')} {counts}"
+    return f"{mean:.3g} {_bounds(low, high, '.3g')} {counts}"
+
+
+def _bounds(low: float, high: float, spec: str) -> str:
+    """The interval, or n/a where it is undefined (a partition of one case)."""
+    return "[n/a]" if math.isnan(low) else f"[{format(low, spec)}, {format(high, spec)}]"
 
 
 def _signed(value: float, scale: float) -> str:
