@@ -43,7 +43,8 @@ def cluster_interval(statistic: Statistic, columns: ArrayLike, clusters: Sequenc
 
     ``{"low", "high", "cluster": <what a cluster is>, "clusters": C, "items": n, "design_effect": d}``.
 
-    NaN bounds (and design effect) for no items; a NaN design effect where item resamples do not vary.
+    NaN bounds (and design effect) for fewer than two clusters; a NaN design effect where item resamples do not
+    vary.
     """
     rows = np.asarray(columns, dtype=float)
     rows = rows.reshape(len(rows), -1) if rows.size else np.zeros((len(clusters), 1))
@@ -52,7 +53,7 @@ def cluster_interval(statistic: Statistic, columns: ArrayLike, clusters: Sequenc
     codes = cluster_codes(clusters)
     n_clusters = int(codes.max()) + 1 if codes.size else 0
     described = {"cluster": cluster, "clusters": n_clusters, "items": len(rows)}
-    if not len(rows):
+    if n_clusters < 2:  # one cluster cannot show how clusters vary: no interval, rather than a point
         return {"low": math.nan, "high": math.nan, **described, "design_effect": math.nan}
     totals = np.zeros((n_clusters, rows.shape[1]))
     np.add.at(totals, codes, rows)

@@ -97,6 +97,8 @@ def test_no_items_and_constant_items():
     assert math.isnan(empty["low"]) and empty["clusters"] == 0 and math.isnan(empty["design_effect"])
     constant = rs.mean_interval([1.0] * 6, list("aabbcc"), cluster="image")
     assert (constant["low"], constant["high"]) == (1.0, 1.0) and math.isnan(constant["design_effect"])
+    single = rs.mean_interval([1.0, 0.0, 1.0], ["a"] * 3, cluster="image")  # every item on one image
+    assert math.isnan(single["low"]) and (single["clusters"], single["items"]) == (1, 3)
     with pytest.raises(ValueError, match="3 items but 2 cluster keys"):
         rs.cluster_interval(rs.mean_of(0, 1), [[1, 1]] * 3, ["a", "b"], cluster="image")
 
