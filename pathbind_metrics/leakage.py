@@ -7,7 +7,7 @@ from collections.abc import Collection, Container, Iterable, Sequence
 
 import numpy as np
 
-from pathbind_metrics.resampling import cluster_codes, resampled
+from pathbind_metrics.resampling import cluster_codes, cluster_totals, resampled
 from pathbind_metrics.tcga import parse_barcode
 
 PATIENT, SITE, CLEAN = "patient-leaked", "site-leaked", "clean"
@@ -120,7 +120,8 @@ def stratified_metric(values: Sequence[float] | np.ndarray, partitions: Sequence
         mask = usable & (labels == name)
         order = np.lexsort((array[mask], keys[mask]))  # sorted: the CIs ignore item order (ranks, shuffles)
         stratum, stratum_keys = array[mask][order], keys[mask][order]
-        totals = _cluster_totals(stratum, stratum_keys if clusters is not None else np.arange(stratum.size))
+        codes = cluster_codes(list(stratum_keys)) if clusters is not None else np.arange(stratum.size)
+        totals = cluster_totals(np.column_stack([stratum, np.ones(stratum.size)]), codes)
         clustered[name] = _resampled_means(totals, n_resamples, (seed, stream))
         itemwise[name] = _resampled_means(np.column_stack([stratum, np.ones(stratum.size)]), n_resamples,
                                           (seed, stream))
@@ -133,14 +134,6 @@ def stratified_metric(values: Sequence[float] | np.ndarray, partitions: Sequence
     table["gap"] = {"mean": gap, **_interval(gaps, level), "design_effect": effect}
     table["excluded"] = {"n": int(array.size - sum(table[name]["n"] for name in PARTITIONS))}
     return table
-
-
-def _cluster_totals(values: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """(sum, count) of each cluster, clusters in order of first appearance."""
-    codes = cluster_codes(list(keys))
-    totals = np.zeros((int(codes.max()) + 1 if codes.size else 0, 2))
-    np.add.at(totals, codes, np.column_stack([values, np.ones(values.size)]))
-    return totals
 
 
 def _resampled_means(totals: np.ndarray, n_resamples: int, seed: tuple[int, int]) -> np.ndarray:

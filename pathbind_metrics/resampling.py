@@ -36,6 +36,13 @@ def cluster_codes(keys: Sequence[Hashable]) -> np.ndarray:
     return np.fromiter((index.setdefault(key, len(index)) for key in keys), dtype=np.intp, count=len(keys))
 
 
+def cluster_totals(rows: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    """The column sums of each cluster's rows (``codes`` from :func:`cluster_codes`), one row per cluster."""
+    totals = np.zeros((int(codes.max()) + 1 if codes.size else 0, rows.shape[1]))
+    np.add.at(totals, codes, rows)
+    return totals
+
+
 def cluster_interval(statistic: Statistic, columns: ArrayLike, clusters: Sequence[Hashable], *, cluster: str,
                      n_resamples: int = 2000, seed: int = 0, level: float = 0.95) -> dict[str, Any]:
     """The ``level`` percentile interval of ``statistic`` over cluster resamples of the items' ``columns``
@@ -55,8 +62,7 @@ def cluster_interval(statistic: Statistic, columns: ArrayLike, clusters: Sequenc
     described = {"cluster": cluster, "clusters": n_clusters, "items": len(rows)}
     if n_clusters < 2:  # one cluster cannot show how clusters vary: no interval, rather than a point
         return {"low": math.nan, "high": math.nan, **described, "design_effect": math.nan}
-    totals = np.zeros((n_clusters, rows.shape[1]))
-    np.add.at(totals, codes, rows)
+    totals = cluster_totals(rows, codes)
     clustered = resampled(statistic, totals, n_resamples, seed)
     singletons = n_clusters == len(rows) and bool((codes == np.arange(len(rows))).all())
     items = clustered if singletons else resampled(statistic, rows, n_resamples, seed)

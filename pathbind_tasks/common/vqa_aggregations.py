@@ -193,11 +193,15 @@ def _estimate(image: dict[str, Mapping], others: list[dict[str, Mapping]],
     rows = {i: columns_of(image[i], [other[i] for other in others]) for i in ids}
     kept = [i for i in ids if rows[i] is not None]
     columns = [row for row in (rows[i] for i in kept) if row is not None]
-    keys, cluster = cluster_keys([image[i] for i in kept])
+    return {**_percentage(columns, [image[i] for i in kept]), "invalid_left_out": len(ids) - len(kept)}
+
+
+def _percentage(columns: list[list[float]], records: list[Mapping]) -> dict[str, Any]:
+    """``{"value", "ci95"}`` of the percentage mean of column 0 over the items of ``records``, by cluster."""
+    keys, cluster = cluster_keys(records)
     statistic = rs.mean_of(0, 1, 100.0)
     value = float(statistic(np.asarray(columns).sum(axis=0))) if columns else math.nan
-    return {"value": value, "ci95": rs.cluster_interval(statistic, columns, keys, cluster=cluster),
-            "invalid_left_out": len(ids) - len(kept)}
+    return {"value": value, "ci95": rs.cluster_interval(statistic, columns, keys, cluster=cluster)}
 
 
 def _vrs_columns(image: Mapping, others: list[Mapping]) -> list[float]:
@@ -230,11 +234,8 @@ def repeats(records: Records) -> dict[str, Any]:
     conditions = sorted({str(r["condition"]) for r in records})
     agreement = {}
     for condition in conditions:
-        answered = sorted(_records_by_id(records, condition).items())
-        keys, cluster = cluster_keys([r for _, r in answered])
-        columns = [[float(_all_agree(r, n)), 1.0] for _, r in answered]
-        agreement[condition] = {"value": _percent_of(columns),
-                                "ci95": rs.cluster_interval(rs.mean_of(0, 1, 100.0), columns, keys, cluster=cluster)}
+        answered = [r for _, r in sorted(_records_by_id(records, condition).items())]
+        agreement[condition] = _percentage([[float(_all_agree(r, n)), 1.0] for r in answered], answered)
     spread = {name: _spread([headline(run) for run in by_repeat]) for name, headline in _headlines(conditions).items()}
     return {"n": n, "agreement": agreement, "spread": spread}
 
@@ -242,10 +243,6 @@ def repeats(records: Records) -> dict[str, Any]:
 def _all_agree(record: Mapping, n: int) -> bool:
     answers = record.get("repeats") or [record]
     return len(answers) >= n and all(a["valid"] for a in answers[:n]) and len({a["parsed"] for a in answers[:n]}) == 1
-
-
-def _percent_of(columns: list[list[float]]) -> float:
-    return float(100.0 * sum(c[0] for c in columns) / len(columns)) if columns else math.nan
 
 
 def _headlines(conditions: list[str]) -> dict[str, Callable[[Records], float]]:
