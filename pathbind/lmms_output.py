@@ -12,6 +12,8 @@ from typing import Any, TextIO
 # lmms-eval writes <output_path>/<model>/<date>_results.json and, with --log_samples, <date>_samples_<task>.jsonl.
 RESULTS = "*results.json"
 SAMPLE_LOGS = "*_samples_*.jsonl"
+# A PathBind task's line holds its record once, under this key; logs of PathBind 0.x repeat it under each metric name.
+RECORD = "pathbind"
 
 
 class ResultsError(ValueError):
@@ -109,6 +111,18 @@ def task_samples(run_dir: Path, task: str) -> list[dict[str, Any]]:
         raise ValueError(f"{run_dir}: no sample log of task {task!r} (run lmms_eval with --log_samples "
                          f"and --tasks {task})")
     return [sample for _, sample in read_sample_log(logs[-1])]
+
+
+def sample_record(sample: Any) -> dict[str, Any] | None:
+    """PathBind's record of one sample-log line (its ``"pathbind"`` entry; in a 0.x log the copy under its first
+    metric name, the first object with an ``id``), or None for a line of a task that is not PathBind's."""
+    if not isinstance(sample, dict):
+        return None
+    record = sample.get(RECORD)
+    if isinstance(record, dict):
+        return record
+    return next((value for key, value in sample.items() if key != "doc" and isinstance(value, dict) and "id" in value),
+                None)
 
 
 def read_sample_log(path: Path) -> Iterator[tuple[int, Any]]:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pathbind.lmms_output import task_data, task_results, task_samples
+from pathbind.lmms_output import sample_record, task_data, task_results, task_samples
 from pathbind.provenance import data_differences
 from pathbind.strict_json import dumps_strict
 from pathbind.table import format_table
@@ -134,7 +134,7 @@ def _grounding_rows(general: Path, tuned: Path, task: str, options: dict[str, in
     from pathbind_tasks.common.grounding_aggregations import Q_DEFAULT
 
     _same_data(general, tuned, task)
-    records = [_records_by_id(path, task, "attn_iou", "grounding") for path in (general, tuned)]
+    records = [_records_by_id(path, task, "iou", "grounding") for path in (general, tuned)]
     items = _same_items(general, tuned, task, records[0], records[1])
     return [_row(task, label, [records[0][i] for i in items],
                  [_at_default(records[1][i], measure, Q_DEFAULT) - _at_default(records[0][i], measure, Q_DEFAULT)
@@ -176,27 +176,28 @@ def _same_items(general: Path, tuned: Path, task: str, first: dict[str, Any], se
 def _vqa_answers(run_dir: Path, task: str) -> dict[str, dict[str, dict[str, Any]]]:
     """item id -> condition -> its record, for the image and text conditions."""
     answers: dict[str, dict[str, dict[str, Any]]] = {}
-    for record in _records(run_dir, task, "acc_image", "VQA"):
+    for record in _records(run_dir, task, "correct", "VQA"):
         if record.get("condition") in ("image", "text"):
             answers.setdefault(str(record["id"]), {})[record["condition"]] = record
     return answers
 
 
-def _records_by_id(run_dir: Path, task: str, metric: str, kind: str) -> dict[str, dict[str, Any]]:
-    return {str(record["id"]): record for record in _records(run_dir, task, metric, kind)}
+def _records_by_id(run_dir: Path, task: str, field: str, kind: str) -> dict[str, dict[str, Any]]:
+    return {str(record["id"]): record for record in _records(run_dir, task, field, kind)}
 
 
-def _records(run_dir: Path, task: str, metric: str, kind: str) -> list[dict[str, Any]]:
+def _records(run_dir: Path, task: str, field: str, kind: str) -> list[dict[str, Any]]:
+    """The PathBind record of each sample of the task's latest log, every one holding ``field``."""
     option = "--vqa-task" if kind == "VQA" else "--grounding-task"
     try:
         samples = task_samples(run_dir, task)
     except ValueError as exc:
         raise ValueError(f"{exc}, or choose the task with {option}") from exc
-    records = [sample.get(metric) if isinstance(sample, dict) else None for sample in samples]
-    found = [r for r in records if isinstance(r, dict) and "id" in r]
+    records = [sample_record(sample) for sample in samples]
+    found = [r for r in records if r is not None and field in r]
     if not found or len(found) < len(records):
-        raise ValueError(f"{run_dir}: the samples of task {task!r} hold no PathBind {kind} record under {metric!r} "
-                         f"(not a PathBind {kind} task?); choose a {kind} task with {option}")
+        raise ValueError(f"{run_dir}: the samples of task {task!r} hold no PathBind {kind} record (with {field!r}; "
+                         f"not a PathBind {kind} task?); choose a {kind} task with {option}")
     return found
 
 
