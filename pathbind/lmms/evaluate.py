@@ -23,8 +23,8 @@ from pathbind.capabilities import (
     unanswerable_conditions,
 )
 from pathbind.lmms.patches import require_compatible_lmms_eval
-from pathbind.lmms_output import RECORD
 from pathbind.lmms.tasks import HOOK_MARK, declares_data, plugin_task
+from pathbind.lmms_output import RECORD
 from pathbind.plugins import get_plugin_manager
 from pathbind.provenance import data_provenance
 from pathbind.usage import usage_by_condition
