@@ -78,6 +78,8 @@ def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
             results["pathbind"] = _run_report(results, skipped, conditions)
             results["pathbind"]["model"] = _model_settings(lm)
             results["pathbind"]["data"] = {name: record for name, record in data.items() if name not in dropped}
+            if getattr(cli_args, "baseline", None):
+                _compare_with_baseline(results, cli_args.baseline)
         return results
 
     setattr(evaluate, HOOK_MARK, True)
@@ -206,6 +208,14 @@ def _run_report(results: dict, skipped: dict[str, str],
         logger.exception("pathbind: could not sum token usage per condition")
         usage = {}
     return {"skipped_tasks": skipped, "skipped_conditions": conditions or {}, "usage_by_condition": usage}
+
+
+def _compare_with_baseline(results: dict, baseline: str) -> None:
+    """lmms-eval's ``--baseline``: the plugins add each task's paired change (``pathbind_analysis.baseline``)."""
+    try:
+        get_plugin_manager().compare_with_baseline(results, str(baseline))
+    except Exception:
+        logger.exception("pathbind: could not pair the run with --baseline")
 
 
 def _model_settings(lm: Any) -> Any:
