@@ -73,8 +73,8 @@ def _task_changes(results: dict[str, Any], task: str, log: Path) -> list[dict[st
     if all({"condition", "correct"} <= record.keys() for record in (*before, *now)):
         rows = vqa_changes(task, (log, THIS_RUN), vqa_answers(before), vqa_answers(now), DEFAULT_OPTIONS)
     elif all("iou" in record for record in (*before, *now)):
-        by_id = ({str(record["id"]): record for record in records} for records in (before, now))
-        rows = grounding_changes(task, (log, THIS_RUN), *by_id, DEFAULT_OPTIONS)
+        first, second = ({str(record["id"]): record for record in records} for records in (before, now))
+        rows = grounding_changes(task, (log, THIS_RUN), first, second, DEFAULT_OPTIONS)
     else:
         raise ValueError(f"task {task}: PathBind pairs VQA tasks (ΔAcc, ΔMG) and grounding tasks (ΔIoU, ΔRecall) only")
     scored = [line for line in results["samples"][task] if "score" in line]

@@ -78,8 +78,9 @@ def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
             results["pathbind"] = _run_report(results, skipped, conditions)
             results["pathbind"]["model"] = _model_settings(lm)
             results["pathbind"]["data"] = {name: record for name, record in data.items() if name not in dropped}
-            if getattr(cli_args, "baseline", None):
-                _compare_with_baseline(results, cli_args.baseline)
+            baseline = getattr(cli_args, "baseline", None)
+            if baseline:
+                _compare_with_baseline(results, baseline)
         return results
 
     setattr(evaluate, HOOK_MARK, True)
