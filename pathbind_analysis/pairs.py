@@ -24,7 +24,8 @@ def add_pairs_command(subparsers: argparse._SubParsersAction) -> None:
                     "task, and in attention IoU and recall on each grounding task, over the items both evaluated: "
                     "a two-sided paired sign-flip test that flips the task's clusters (by default images, whose "
                     "questions are not independent) and the 95% interval of changes it does not reject, with "
-                    "p-values Holm-adjusted across every row printed (all pairs, tasks and measures). Runs that evaluated different items or data are refused. Then "
+                    "p-values Holm-adjusted across every row printed (all pairs, tasks and measures). Runs that "
+                    "evaluated different items or data are refused. Then "
                     "Kendall's tau between the model rankings by IoU at q=0.2 and by IoU at the other thresholds "
                     "and by pixel-AP.")
     parser.add_argument("pairs", nargs="+", metavar="GENERAL:TUNED", help="two output folders joined by ':'")

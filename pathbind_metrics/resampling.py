@@ -62,8 +62,9 @@ def cluster_interval(statistic: Statistic, columns: ArrayLike, clusters: Sequenc
     "df": <degrees of freedom>, "method", "warning": <"" or why the level is less certain>}``.
 
     ``proportion``: the statistic is a proportion times this (100 for a percentage), and the interval is the
-    Korn–Graubard one. ``bounds``: the statistic's possible range, which the interval does not leave. NaN bounds for fewer than two clusters or where leaving a cluster out leaves the statistic
-    undefined; a NaN design effect where the items do not vary.
+    Korn–Graubard one. ``bounds``: the statistic's possible range, which the interval does not leave. NaN bounds
+    for fewer than two clusters or where leaving a cluster out leaves the statistic undefined; a NaN design effect
+    where the items do not vary.
     """
     rows = np.asarray(columns, dtype=float)
     rows = rows.reshape(len(rows), -1) if rows.size else np.zeros((len(clusters), 1))
@@ -177,7 +178,7 @@ class SignFlips:
         self.totals = np.bincount(codes, weights=diff[keep]) if codes.size else np.zeros(0)
         self.sizes = np.bincount(codes).astype(float)
         count = self.totals.size
-        self.exact = 0 < count and 2**count <= n_permutations
+        self.exact = count > 0 and 2**count <= n_permutations
         if self.exact:
             self.signs = 1.0 - 2.0 * ((np.arange(2**count)[:, None] >> np.arange(count)) & 1)
         else:

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from pathbind_metrics import multimodal_gain
 from pathbind_metrics import resampling as rs
 
 
