@@ -10,7 +10,8 @@ from 3 clusters up):
 - :func:`cluster_interval`: the estimate ± t·SE, the SE the cluster jackknife's (leave one cluster out: it counts a
   large cluster's leverage, where a bootstrap's SD does not) and t on the Bell–McCaffrey degrees of freedom of a
   mean over clusters of these sizes (C − 1 for equal sizes, fewer when a few clusters carry most items). A
-  percentile cluster bootstrap covers 0.8 at 5 clusters and less with a dominant cluster.
+  percentile cluster bootstrap covers 0.8 at 5 clusters and less with a dominant cluster. Never narrower than the
+  interval of independent items, which a few clusters that agree by chance would otherwise give.
 - with ``proportion``: the Korn–Graubard interval, Clopper–Pearson on the effective number of items (items over
   the design effect, scaled by (t_items / t_df)²), which stays inside [0, 100] and has width at 0% or 100%.
 - :func:`sign_flip_p`: a cluster sign-flip test, exact (every sign pattern) up to 13 clusters;
@@ -80,11 +81,14 @@ def cluster_interval(statistic: Statistic, columns: ArrayLike, clusters: Sequenc
     with np.errstate(divide="ignore", invalid="ignore"):  # a left-out cluster may leave a ratio undefined: NaN
         estimate = float(statistic(totals.sum(axis=0)))
         variance = jackknife_variance(statistic, totals)
-        singletons = sizes.size == len(rows)
-        effect = _ratio(variance, variance if singletons else jackknife_variance(statistic, rows))
+        items = variance if sizes.size == len(rows) else jackknife_variance(statistic, rows)
+    effect = _ratio(variance, items)
     df = bell_mccaffrey_df(sizes)
     if proportion is None:
-        half = float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(variance)
+        # Never narrower than the interval of independent items: a few clusters that agree by chance (three images
+        # with the same MG) would otherwise give next to no width.
+        half = max(float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(variance),
+                   float(stats.norm.ppf(0.5 + level / 2)) * math.sqrt(items) if math.isfinite(items) else 0.0)
         low, high = max(estimate - half, bounds[0]), min(estimate + half, bounds[1])
         method = "cluster jackknife SE × t(df)"
     else:
