@@ -136,14 +136,15 @@ def _setting(setting: Setting, reps: int) -> dict[str, Any]:
 
 
 def _difference_covers(setting: Setting) -> bool:
-    """An MG-like difference: with the image each image's rate rises by 0.2 over its rate without."""
+    """An MG-like difference: with the image each image's rate r rises to r + 0.2·(1 − r), an expected gain of
+    0.2·(1 − the mean rate)."""
     sizes, keys, means, truth = setting.draw(0.4)
     base = np.repeat(rates(means, setting.rng), sizes)
     text = (setting.rng.random(base.size) < base).astype(float)
-    image = (setting.rng.random(base.size) < base + 0.2).astype(float)
+    image = (setting.rng.random(base.size) < base + 0.2 * (1 - base)).astype(float)
     columns = np.column_stack([image, text, np.ones(base.size)])
     interval = rs.cluster_interval(rs.difference_of_means(0, 1, 2), columns, keys.tolist(), cluster="image")
-    return bool(interval["low"] <= 0.2 <= interval["high"])
+    return bool(interval["low"] <= 0.2 * (1 - truth) <= interval["high"])
 
 
 def _paired_covers(setting: Setting, rep: int) -> bool | None:

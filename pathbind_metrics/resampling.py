@@ -83,7 +83,7 @@ def cluster_interval(statistic: Statistic, columns: ArrayLike, clusters: Sequenc
         variance = jackknife_variance(statistic, totals)
         items = variance if sizes.size == len(rows) else jackknife_variance(statistic, rows)
     effect = _ratio(variance, items)
-    df = bell_mccaffrey_df(sizes)
+    df = bell_mccaffrey_df(sizes, working_icc(effect, sizes))
     if proportion is None:
         # Never narrower than the interval of independent items: a few clusters that agree by chance (three images
         # with the same MG) would otherwise give next to no width.
@@ -108,13 +108,26 @@ def jackknife_variance(statistic: Statistic, totals: np.ndarray) -> float:
     return float((count - 1) / count * np.sum((left_out - left_out.mean()) ** 2))
 
 
-def bell_mccaffrey_df(sizes: np.ndarray) -> float:
+def bell_mccaffrey_df(sizes: np.ndarray, icc: float = 0.0) -> float:
     """Degrees of freedom of the cluster-robust (CR2) variance of a mean over clusters of ``sizes`` items
-    (Bell & McCaffrey 2002): C − 1 for equal sizes, towards 1 as a few clusters carry most items."""
+    (Bell & McCaffrey 2002) under a working intra-cluster correlation ``icc``: C − 1 for equal sizes, towards 1
+    as a few clusters carry most items (and most of the variance, the more so the higher ``icc``)."""
     total = sizes.sum()
-    scale = 1 / np.sqrt(1 - sizes / total)
-    m = (np.diag(sizes) - np.outer(sizes, sizes) / total) * np.outer(scale, scale)
+    share, scale = sizes / total, 1 / np.sqrt(1 - sizes / total)
+    weight = (1 - icc) + icc * sizes  # each cluster's row sum of the working correlation
+    # scale_c scale_d [g_c' Φ g_d] for the centred, CR2-scaled cluster indicators g_c
+    m = (np.diag(sizes * weight) - np.outer(sizes * weight, share) - np.outer(share, sizes * weight)
+         + np.outer(share, share) * np.sum(sizes * weight)) * np.outer(scale, scale)
     return float(np.trace(m) ** 2 / np.sum(m * m))
+
+
+def working_icc(design_effect: float, sizes: np.ndarray) -> float:
+    """The intra-cluster correlation that design effect implies, 1 + (m − 1)·ICC with m the item-weighted mean
+    cluster size (Kish), within [0, 1]; 0 where undefined."""
+    m = np.sum(sizes**2) / sizes.sum()
+    if not math.isfinite(design_effect) or m <= 1:
+        return 0.0
+    return float(min(1.0, max(0.0, (design_effect - 1) / (m - 1))))
 
 
 def korn_graubard(p: float, variance: float, sizes: np.ndarray, df: float, level: float) -> tuple[float, float]:
@@ -137,7 +150,7 @@ def korn_graubard(p: float, variance: float, sizes: np.ndarray, df: float, level
 def cluster_warning(sizes: np.ndarray, cluster: str) -> str:
     """Why an interval over clusters of ``sizes`` items rests on its small-sample correction, or ""."""
     reasons = []
-    if sizes.size < FEW_CLUSTERS:
+    if 0 < sizes.size < FEW_CLUSTERS:  # no cluster at all: no interval, nothing to warn of
         reasons.append(f"only {sizes.size} {cluster} clusters (< {FEW_CLUSTERS})")
     if sizes.size and sizes.max() > max(DOMINANT_SHARE, 2 / sizes.size) * sizes.sum():  # more than twice its share
         reasons.append(f"one {cluster} holds {sizes.max() / sizes.sum():.0%} of the items "
