@@ -38,7 +38,8 @@ def add_pairs_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--n-permutations", type=int, default=10000,
                         help="sign-flip permutations, where there are more sign patterns than this (default 10000: "
                              "every pattern up to 13 clusters)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of resamples and permutations (default 0)")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="seed of the random sign patterns, beyond 13 clusters (default 0)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(func=run)
 

@@ -124,7 +124,7 @@ def ci95(records: Records) -> dict[str, Any]:
         count = sum(len(found) for found in intervals["by_dimension"].values())
         intervals["by_dimension_adjustment"] = (
             f"none: each of the {count} per-dimension intervals holds 95% on its own, not jointly (about one in 20 "
-            "misses by chance), and most rest on few clusters (see each one's warning)")
+            "misses by chance); one on few clusters says so in its warning")
     return intervals
 
 
