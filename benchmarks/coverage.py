@@ -98,7 +98,7 @@ def coverage_table(reps: int = 400, seed: int = 0) -> dict[str, Any]:
 
 
 def _setting(setting: Setting, reps: int) -> dict[str, Any]:
-    hits: dict[str, list[bool]] = {name: [] for name in ("mean", "percentile_bootstrap", "proportion",
+    hits: dict[str, list[bool | None]] = {name: [] for name in ("mean", "percentile_bootstrap", "proportion",
                                                          "proportion_near_100", "difference", "paired")}
     rejections: dict[str, list[bool]] = {"sign_flip": [], "holm_family": []}
     estimates, effects, item_variances = [], [], []
