@@ -137,10 +137,10 @@ def mean(records: list[dict[str, Any]], field: str) -> float:
     return float(values.mean()) if values.size else math.nan
 
 
-def intervals(records: list[dict[str, Any]], *, n_resamples: int = 2000, seed: int = 0) -> dict[str, dict[str, Any]]:
-    """95% cluster-bootstrap CI of each headline mean and of each tested measure's excess over its null."""
+def intervals(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """95% cluster CI of each headline mean and of each tested measure's excess over its null."""
     def ci(values: np.ndarray) -> dict[str, Any]:
-        return _interval(records, values, n_resamples=n_resamples, seed=seed)
+        return _interval(records, values)
 
     out = {name: ci(_values(records, name)) for name in HEADLINE}
     for real, null in TESTS.items():
