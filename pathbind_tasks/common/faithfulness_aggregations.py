@@ -3,11 +3,11 @@ aggregations: means, bootstrap intervals, permutation tests with Holm–Bonferro
 
 Each measure that cannot be computed is NaN with its reason in the record's ``lost``; aggregations use the
 finite values and count the reasons. The null of the rank correlation is the same map with its cells shuffled
-(one seeded permutation per item). The null of a map's mass in its box (AMiM) is box placement: the mean mass the
-same map puts in the boxes of the other items of the same image size on other images (clusters). A map that
-ignores the box, however it is spread (e.g. towards the centre of the image, where boxes placed anywhere overlap
-most), puts as much mass in another item's box as in its own; shuffling cells would instead spread it evenly and
-read any centre bias as grounding.
+(one seeded permutation per item). The null of a map's mass in its box (AMiM) is box placement
+(:func:`with_placement_nulls`): what the map puts in the boxes of the items of the same image size on other images
+(clusters). A map that ignores the box, however it is spread (e.g. towards the centre of the image, where boxes
+placed anywhere overlap most), puts as much mass in another item's box as in its own; shuffling its cells would
+instead spread it evenly and read any centre bias as grounding.
 """
 
 from __future__ import annotations
@@ -72,8 +72,8 @@ def item_record(original: np.ndarray, patches: np.ndarray, attention: np.ndarray
 
 
 def _shares(values: np.ndarray | None) -> list[list[float]] | None:
-    """Each cell's share of a non-negative map (rounded: the sample log keeps it for the box-placement null), or
-    None where the map has no mass in any box (none, negative, non-finite or zero)."""
+    """Each cell's share of a map (rounded: the sample log keeps it for the box-placement null), or None where
+    shares are undefined (no map, a negative or non-finite value, a zero total)."""
     if values is None or math.isnan(fm.mass_in_box(values, np.ones_like(values))):
         return None
     return np.round(values / values.sum(), 7).tolist()
