@@ -51,6 +51,7 @@ def condition_accuracy(records: Records, condition: str = "image") -> float:
 
 
 UNPAIRED_CAUSES = ("data without the condition, a --limit that is not a multiple of the task's number of conditions, "
+                   "a swap with no item of the subset on another image, "
                    "or a condition skipped for this model (results['pathbind']['skipped_conditions'])")
 
 
