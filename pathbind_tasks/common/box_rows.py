@@ -16,6 +16,7 @@ import datasets
 from loguru import logger
 from PIL import ExifTags, Image
 
+from pathbind_metrics.grounding import box_fault
 from pathbind_tasks.common.accounting import drop, without_faults
 from pathbind_tasks.common.conditions import with_readable_images
 from pathbind_tasks.common.harness import data_source
@@ -128,15 +129,18 @@ def image_sizes(docs: datasets.Dataset, column: str = "image") -> list[tuple[int
 
 
 def box_problem(row: dict[str, Any], size: tuple[int, int] | None) -> str:
-    """The first unusable field of a grounding row (expression, bbox, width, height, size), '' when usable."""
+    """The first unusable field of a grounding row (expression, bbox, width, height, size), '' when usable. The box
+    must be one the metrics can score on its image (``pathbind_metrics.grounding.box_fault``: not inverted, of
+    non-zero area, covering a pixel of the image), so no fault of the box is ever charged to the model."""
     try:
         if not text_field(row.get("expression"), "expression").strip():
             raise BadField("expression", "is empty", row["expression"])
-        bbox(row.get("bbox"))
+        box = bbox(row.get("bbox"))
         stated = pixels(row.get("width"), "width"), pixels(row.get("height"), "height")
     except BadField as exc:
         return str(exc)
-    return size_problem(stated, size)
+    fault = box_fault(box, stated)
+    return size_problem(stated, size) or (str(BadField("bbox", f"is unusable: {fault}", box)) if fault else "")
 
 
 def checked(dataset: datasets.Dataset, label: str) -> datasets.Dataset:
