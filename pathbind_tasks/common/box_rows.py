@@ -17,7 +17,7 @@ from loguru import logger
 from PIL import ExifTags, Image
 
 from pathbind_metrics.grounding import box_fault
-from pathbind_tasks.common.accounting import drop, without_faults
+from pathbind_tasks.common.accounting import drop, fault_reason, without_faults
 from pathbind_tasks.common.conditions import with_readable_images
 from pathbind_tasks.common.harness import data_source
 from pathbind_tasks.common.raw import BadField, text_field, unique_ids
@@ -85,8 +85,8 @@ def pixels(value: Any, field: str) -> int:
 
 def bbox(value: Any) -> list[float]:
     """``[x_min, y_min, x_max, y_max]``: four finite numbers (their placement is judged by the metrics)."""
-    try:
-        box = [float(v) for v in value]
+    try:  # a text is never a box, even one whose four characters are digits
+        box = [] if isinstance(value, str | bytes | dict) else [float(v) for v in value]
     except (TypeError, ValueError):
         box = []
     if len(box) != 4 or not all(map(math.isfinite, box)):
@@ -140,7 +140,9 @@ def box_problem(row: dict[str, Any], size: tuple[int, int] | None) -> str:
     except BadField as exc:
         return str(exc)
     fault = box_fault(box, stated)
-    return size_problem(stated, size) or (str(BadField("bbox", f"is unusable: {fault}", box)) if fault else "")
+    # the reason without its own parenthesis: the box itself is the detail that shows the fault
+    return size_problem(stated, size) or (str(BadField("bbox", f"is unusable: {fault_reason(fault)}", box)) if fault
+                                          else "")
 
 
 def checked(dataset: datasets.Dataset, label: str) -> datasets.Dataset:

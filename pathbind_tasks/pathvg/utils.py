@@ -23,7 +23,7 @@ from loguru import logger
 from pathbind.data import override_dir
 from pathbind.layout import Layout
 from pathbind_tasks.common.accounting import close, counting, read_rows, without_faults
-from pathbind_tasks.common.box_rows import require_rows
+from pathbind_tasks.common.box_rows import bbox, pixels, require_rows
 from pathbind_tasks.common.grounding import process_docs
 from pathbind_tasks.common.raw import BadField, image_file, image_root, require, text_field, unique_ids, unpacked
 
@@ -106,10 +106,23 @@ def _grounding_docs(items: list[dict[str, Any]]) -> datasets.Dataset:
     image check, naming it; one outside the folder is never read, its item dropped)."""
     root = image_folder()
     files = [image_file(item.get("image"), root) for item in items]
-    columns = {name: [item[name] for item in items] for name in FEATURES if name not in ("image", "doc_error")}
-    columns["doc_error"] = [item["doc_error"] or problem for item, (_, problem) in zip(items, files, strict=True)]
-    columns["image"] = [{"path": path, "bytes": None} for path, _ in files]
+    items = [_typed({**item, "doc_error": item["doc_error"] or problem}) for item, (_, problem) in
+             zip(items, files, strict=True)]
+    columns = {name: [item[name] for item in items] for name in FEATURES if name != "image"}
+    columns["image"] = [{"path": path, "bytes": None} if path else None for path, _ in files]
     return datasets.Dataset.from_dict(columns, features=FEATURES)
+
+
+def _typed(item: dict[str, Any]) -> dict[str, Any]:
+    """The item with box fields the documents' number columns can hold: a box or side of another type (a text, an
+    object) is the item's ``doc_error``, named as the row check names it, and stored as null."""
+    try:
+        bbox(item.get("bbox"))
+        pixels(item.get("width"), "width")
+        pixels(item.get("height"), "height")
+    except BadField as exc:
+        return {**item, "doc_error": item["doc_error"] or str(exc), "bbox": None, "width": None, "height": None}
+    return item
 
 
 def image_folder() -> Path:
