@@ -216,7 +216,7 @@ def converter(kind_name: str, frame: str = "pixel") -> Callable[[datasets.Datase
 
 
 def _documents(dataset: datasets.Dataset, rows: list[dict[str, Any]], kind: Kind, frame: str | None,
-               paths: list[str] | None) -> list[dict[str, Any]]:
+               paths: list[str | None] | None) -> list[dict[str, Any]]:
     """Each row's document; boxes are checked against the image's size, read from its header (embedded, or the
     file at ``paths``) without decoding it; a malformed row keeps its problem in ``doc_error``."""
     if not kind.has_boxes:

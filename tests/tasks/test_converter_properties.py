@@ -33,6 +33,8 @@ from pathbind_tasks.path_vqa import utils as path_vqa
 from pathbind_tasks.pathbind_vqa import utils as pathbind_vqa
 from pathbind_tasks.pathmmu import utils as pathmmu
 from pathbind_tasks.pathvg import utils as pathvg
+from pathbind_tasks.pathview import prompts as pathview_prompts
+from pathbind_tasks.pathview import schema as pathview_schema
 from pathbind_tasks.quilt_vqa import utils as quilt_vqa
 
 PROPERTY = settings(max_examples=12, derandomize=True, deadline=None, database=None,
@@ -369,3 +371,41 @@ def test_pathbind_grounding_written_with_pandas(folder, rows):
     docs, ledger = converted(grounding_task.by_split_testa, load(root, "parquet", data / "test.parquet"))
     assert_accounted(docs, ledger, len(rows), rows.count(None))
     assert_plain_entities(docs)
+
+
+# ------------------------------------------------------------------------------------------------------ PathView
+
+PATHVIEW_FAULTS = st.one_of(
+    st.tuples(st.just("question"), st.sampled_from([None, "", "  "])),
+    st.tuples(st.just("options"), st.sampled_from([None, [], ["tumor"], ["tumor", ""], ["tumor", None]])),
+    st.tuples(st.just("answer"), st.sampled_from([None, "", "necrosis", "A"])),
+    st.tuples(st.just("boxes"), st.sampled_from([[[20.0, 1.0, 5.0, 9.0]], [[50.0, 1.0, 60.0, 20.0]], [[1.0, 2.0]]])),
+    st.tuples(st.just("width"), st.sampled_from([80.0, 0.0, 1.5, None])),
+    st.tuples(st.just("image"), st.one_of(OUTSIDE, st.just("absent.png"), st.just("broken.png"))))
+
+
+@PROPERTY
+@given(rows=faulty_rows(PATHVIEW_FAULTS), kind=st.sampled_from(["choice", "grounding"]))
+def test_pathview(folder, rows, kind):
+    root, data = folder("pathview")
+    (data / "images").mkdir()
+    (data / "images" / "a.png").write_bytes(png(3, (40, 30)))
+    (data / "images" / "broken.png").write_bytes(b"not an image")
+    table = []
+    for n, fault in enumerate(rows):
+        row: dict[str, Any] = {"id": f"v{n}", "image": "a.png", "question": f"Which tissue is shown in field {n}?"}
+        row.update({"options": ["tumor", "stroma"], "answer": "stroma"} if kind == "choice" else
+                   {"target": "tumor", "boxes": [[1.0, 1.0, 20.0, 20.0]], "width": 40.0, "height": 30.0})
+        if fault is not None and fault[0] in row:
+            row[fault[0]] = fault[1]
+        elif fault is not None:  # a fault of the other kind's fields: this row stays clean
+            rows[n] = None
+        table.append(row)
+    datasets.Dataset.from_list(table).to_parquet(str(data / "test.parquet"))
+    process_docs = pathview_schema.choice_docs if kind == "choice" else pathview_schema.grounding_docs
+    docs, ledger = converted(process_docs, load(root, "parquet", data / "test.parquet"))
+    assert_accounted(docs, ledger, len(rows), rows.count(None))
+    for doc in docs.remove_columns("image"):
+        prompt = pathview_prompts.doc_to_text(doc, {"template": f"pathview_{'box' if kind == 'grounding' else kind}"})
+        assert not any(marker in prompt for marker in ("{'", "['", "None", "nan")), prompt
+        assert not any(marker in text for text in (doc["question"], *doc["options"]) for marker in REPRS)
