@@ -41,14 +41,14 @@ class Layout:
     def compare(self, folder: Path) -> tuple[list[str], list[str]]:
         """(found, missing): the files of ``folder`` that match the layout, and each entry that nothing matches."""
         found, missing = [], []
-        carrying = _matches(folder, self.embedded)
-        if carrying and not saved_dataset(folder):
-            return carrying, []
         if saved_dataset(folder):
             found.append("a save_to_disk copy")
         else:
-            for pattern in self.data:
-                matches = _matches(folder, (pattern,))
+            data = [_matches(folder, (pattern,)) for pattern in self.data]
+            carrying = _matches(folder, self.embedded)
+            if carrying and not any(data):  # the run reads the file that carries the images
+                return carrying, []
+            for pattern, matches in zip(self.data, data, strict=True):
                 found.extend(matches)
                 if not matches:
                     missing.append(pattern)

@@ -234,7 +234,7 @@ def image_file(name: Any, root: Path, subfolders: Sequence[str] = ("",), *,
     if not isinstance(name, str) or not name.strip():
         return None, ""
     if os.path.isabs(name) or os.path.normpath(name).split(os.sep)[0] == "..":
-        return None, str(BadField(field, "is a path outside the data folder", detail=f"got {name!r}"))  # whole
+        return None, str(BadField(field, "is a path outside the data folder", detail=f"got {name!r}"))  # uncut
     forms = dict.fromkeys([name, unicodedata.normalize("NFC", name), unicodedata.normalize("NFD", name)])
     candidates = [root / sub / form for form in forms for sub in subfolders]
     return str(next((path for path in candidates if path.is_file()), root / subfolders[0] / name)), ""

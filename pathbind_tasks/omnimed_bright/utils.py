@@ -36,9 +36,9 @@ DATA_NAME = "omnimed_bright"  # $PATHBIND_DATA/omnimed_bright/ holds test.json a
 COLUMNS = ("question_id", "question", "gt_answer", "image_path", "option_A", "option_B")
 OPTION_KEYS = ("option_A", "option_B", "option_C", "option_D")
 FEATURES = with_doc_error(MCQ_FEATURES)
-IMAGE_FOLDERS = ("", "OmniMedVQA")
 MICROSCOPY = "Microscopy Images"  # OmniMedVQA's modality_type of light-microscopy (bright-field) images
 # image_path ("Images/<dataset>/...") resolves in the folder or in an OmniMedVQA/ copy of the release in it.
+IMAGE_FOLDERS = ("", "OmniMedVQA")
 LAYOUT = Layout(data=("test.json",), images=("Images/", "OmniMedVQA/Images/"),
                 readme="pathbind_tasks/omnimed_bright/README.md")
 ID_LIST = "question_ids.txt"  # optional, beside the data: one question_id per line replaces the modality rule

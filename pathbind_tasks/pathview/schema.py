@@ -198,8 +198,8 @@ def converter(kind_name: str, frame: str = "pixel") -> Callable[[datasets.Datase
         require(dataset.column_names, ("id", "image", "question", *kind.columns), dataset=LABEL, folder="pathview")
         box_rows.require_rows(dataset, LABEL)
         embedded = embedded_images(dataset.features["image"])
-        files = None if embedded else [image_file(name, image_root(DATA_NAME, dataset=LABEL), ("", "images"))
-                                       for name in dataset["image"]]
+        root = None if embedded else image_root(DATA_NAME, dataset=LABEL)
+        files = None if root is None else [image_file(name, root, ("", "images")) for name in dataset["image"]]
         images = None if files is None else [path for path, _ in files]
         rows = dataset.remove_columns("image").to_list()
         docs = _documents(dataset, rows, kind, box_frame, images)
