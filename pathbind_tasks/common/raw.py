@@ -229,7 +229,9 @@ def image_file(name: Any, root: Path, subfolders: Sequence[str] = ("",), *,
 
     No name: ``(None, "")``, the image check's "no image". A name that leaves ``root`` (absolute, or ``..``
     above it) is never read, as a zip member that would land outside is never written: ``(None, problem)``, the
-    item dropped naming the field, so every file a run reads is inside the data folder its provenance records.
+    item dropped naming the field, so every file a run reads is inside the data folder its provenance records. The
+    check reads the name, not the disk: a link the user placed in the folder (the READMEs' recipes link an image
+    folder) is followed.
     """
     if not isinstance(name, str) or not name.strip():
         return None, ""

@@ -246,3 +246,17 @@ def test_a_faulty_pathmmu_folder_runs_its_good_items_through_lmms_eval(tmp_path)
     assert metric(result, "pathbind_pathmmu_test_image", "accounting") == {
         "rows": 10, "evaluated": 4, "dropped": PATHMMU_DROPS}
     assert str(tmp_path / "outside.png") not in json.dumps(result["results"]["pathbind"]["data"])
+
+
+@pytest.mark.slow
+def test_a_refpath_box_the_metrics_cannot_score_is_never_a_lost_item_through_lmms_eval(tmp_path):
+    """Through lmms_eval: inverted and zero-area boxes are counted in accounting as data, lost_items holds only what
+    the model failed, and the bracketed expression is the prompt's entity without its brackets."""
+    write_refpath(tmp_path / "data" / "pathvg", REFPATH)
+    result = lmms_eval(tmp_path, "pathbind_control", "pathvg_testa", env={"PATHBIND_DATA": str(tmp_path / "data")})
+    assert metric(result, "pathvg_testa", "accounting") == {"rows": 5, "evaluated": 2, "dropped": BOX_DROPS}
+    assert metric(result, "pathvg_testa", "lost_items")["items"] == 2
+    samples = [json.loads(line) for path in result["out"].rglob("*_pathvg_testa.jsonl")
+               for line in path.read_text().splitlines()]
+    logged = json.dumps(samples)  # the documents and the requests the model was sent
+    assert "the cluster of lymphocytes" in logged and "[the cluster" not in logged
