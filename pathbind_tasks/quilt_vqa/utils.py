@@ -23,7 +23,7 @@ from pathbind_tasks.common.raw import (
     YES_NO_FEATURES,
     embedded_docs,
     embedded_images,
-    image_path,
+    image_file,
     image_root,
     require,
     rows_to_docs,
@@ -44,8 +44,9 @@ IMAGE_FOLDERS = ("images", "quilt_vqa/images", "")  # where the release's script
 COLUMNS = ("image", "question", "answer", "answer_type")
 CLOSED = "CLOSED"
 FEATURES = with_doc_error(YES_NO_FEATURES)
+# The official evaluation's JSON and image files, or the hub's test split as one parquet file, images embedded.
 LAYOUT = Layout(data=("quiltvqa_test_w_ans.json",), images=("images/", "quilt_vqa/images/", ARCHIVE),
-                readme="pathbind_tasks/quilt_vqa/README.md")
+                readme="pathbind_tasks/quilt_vqa/README.md", embedded=("test.parquet",))
 UNLABELLED = "closed-ended item without a yes/no label (no yes_no_answer, and the answer is not yes or no)"
 
 
@@ -79,8 +80,10 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
         return embedded_docs(dataset, keep, columns, FEATURES)
     root = image_folder()
     names = dataset["image"]
-    docs = [{"image": image_path(names[i], root, IMAGE_FOLDERS) if isinstance(names[i], str) and names[i] else None,
-             **{name: values[n] for name, values in columns.items()}} for n, i in enumerate(keep)]
+    files = [image_file(names[i], root, IMAGE_FOLDERS) for i in keep]
+    columns["doc_error"] = [problem or path_problem for problem, (_, path_problem) in
+                            zip(columns["doc_error"], files, strict=True)]
+    docs = [{"image": files[n][0], **{name: values[n] for name, values in columns.items()}} for n in range(len(keep))]
     return rows_to_docs(docs, FEATURES, dataset=DATASET)
 
 
