@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pathbind.faults import folder_fault
 from pathbind.lmms_output import ResultsError, by_date, find_results, load_results
 
 BASELINE_MODEL = "pathbind_baseline"  # runs of this model are shown as baseline rows, not competitors
@@ -41,8 +42,8 @@ def load_runs(paths: list[Path]) -> list[Run]:
 
 
 def _load_run(path: Path) -> Run:
-    if not path.is_dir():
-        raise ReportError(f"{path}: no such folder (give lmms-eval --output_path folders)")
+    if fault := folder_fault(path):
+        raise ReportError(f"{fault} (give lmms-eval --output_path folders)")
     files = by_date(find_results([path]))
     if not files:
         raise ReportError(f"{path}: no lmms-eval *_results.json below it (lmms-eval exits 0 even when a run "
