@@ -27,10 +27,10 @@ from loguru import logger
 from pathbind.catalog import plugin_tasks, task_config
 from pathbind.data import DATA_ENV, DataLocationError, apply_data_root, data_name
 from pathbind.faults import folder_fault
-from pathbind.provenance import folder_summary, record_error
 from pathbind.layout import Layout
 from pathbind.lmms.running import Ledger, RunningTask, running
 from pathbind.plugins import PluginManager
+from pathbind.provenance import folder_summary, record_error
 
 DATA_KEYS = ("dataset_path", "dataset_name", "dataset_kwargs", "test_split")
 # Keys of dataset_kwargs that lmms-eval 0.7.3's download consumes itself and never hands to datasets.

@@ -109,12 +109,17 @@ def task_data(run_dir: Path, task: str) -> dict[str, Any] | None:
 
 
 def task_samples(run_dir: Path, task: str) -> list[dict[str, Any]]:
-    """Every line of the latest sample log of ``task``; ValueError naming the folder and the fix when there is none."""
+    """Every line of the latest sample log of ``task``; ValueError naming the folder and the fix when there is none,
+    or the file when it is empty."""
     logs = by_date(find_sample_logs(run_dir, task))
     if not logs:
         raise ValueError(f"{run_dir}: no sample log of task {task!r} (run lmms_eval with --log_samples "
                          f"and --tasks {task})")
-    return [sample for _, sample in read_sample_log(logs[-1])]
+    samples = [sample for _, sample in read_sample_log(logs[-1])]
+    if not samples:
+        raise ValueError(f"{logs[-1]}: the sample log of task {task!r} is empty (the run evaluated no document, or "
+                         "was cut short before writing it)")
+    return samples
 
 
 def read_sample_log(path: Path) -> Iterator[tuple[int, Any]]:

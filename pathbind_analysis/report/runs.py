@@ -8,6 +8,7 @@ from typing import Any
 
 from pathbind.faults import folder_fault
 from pathbind.lmms_output import ResultsError, by_date, find_results, load_results
+from pathbind.summary import coverage_flag
 
 BASELINE_MODEL = "pathbind_baseline"  # runs of this model are shown as baseline rows, not competitors
 
@@ -33,6 +34,12 @@ class Run:
     def metric(self, task: str, metric: str) -> Any:
         """The value, or None when the run has no such task or metric."""
         return self.results.get(task, {}).get(metric)
+
+    def name_on(self, task: str) -> str:
+        """The run's name in a headline table of ``task``, flagged when the task evaluated too few of its rows
+        ("run [2 of 12 evaluated]", :func:`pathbind.summary.coverage_flag`)."""
+        flag = coverage_flag(self.metric(task, "accounting"))
+        return f"{self.name} [{flag}]" if flag else self.name
 
 
 def load_runs(paths: list[Path]) -> list[Run]:
