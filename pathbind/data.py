@@ -134,8 +134,9 @@ def _hub_location(config: dict[str, Any], name: str) -> dict[str, Any] | None:
 
 def _local_location(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     location = _located(config, folder)
-    for split, path in (location["dataset_kwargs"].get("data_files") or {}).items():
-        _require_rows(Path(path), config, split)
+    for split, paths in (location["dataset_kwargs"].get("data_files") or {}).items():
+        for path in [paths] if isinstance(paths, str) else paths:
+            _require_rows(Path(path), config, split)
     return location
 
 

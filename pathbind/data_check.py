@@ -328,12 +328,8 @@ def load_like_lmms_eval(config: dict[str, Any]) -> Any:
     import datasets
 
     kwargs = {k: v for k, v in (config.get("dataset_kwargs") or {}).items() if k not in LMMS_EVAL_KEYS}
-    if (config.get("dataset_kwargs") or {}).get("load_from_disk"):
-        loaded = datasets.load_from_disk(config["dataset_path"])
-        if not isinstance(loaded, datasets.DatasetDict):
-            raise ValueError(f"{config['dataset_path']} holds one split saved with save_to_disk; lmms-eval needs a "
-                             f"DatasetDict with split {config.get('test_split') or 'test'!r}")
-        return loaded
+    if (config.get("dataset_kwargs") or {}).get("load_from_disk"):  # a DatasetDict (one split is read as arrow)
+        return datasets.load_from_disk(config["dataset_path"])
     return datasets.load_dataset(path=config["dataset_path"], name=config.get("dataset_name"),
                                  download_mode=datasets.DownloadMode.REUSE_DATASET_IF_EXISTS, num_proc=1, **kwargs)
 

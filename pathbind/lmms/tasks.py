@@ -184,10 +184,10 @@ def _with_data_root(original: Any, manager: Callable[[], PluginManager]) -> Any:
         if not (VARIANTS_KEY in entry or (isinstance(yaml_path, str) and _in_plugin_dir(yaml_path, manager()))):
             _PLUGIN_TASKS.pop(name, None)
             if declares_data(config) or _uses_pathbind(config):  # e.g. a copy via --include_path
-                return _in_task(config, name, _RecordingRows)
+                return _in_task(config, name)
             return config
         _PLUGIN_TASKS[name] = yaml_path
-        return _in_task(apply_data_root(config), name, _NamingTheTask)
+        return _in_task(apply_data_root(config), name)
 
     return get_config
 
@@ -198,7 +198,7 @@ def _as_variant(entry: dict, config: dict) -> dict:
     return config if variants is None else variant_config(variants, config, entry["yaml_path"])
 
 
-def _in_task(config: dict, name: str, process_docs: type[_RecordingRows]) -> dict:
+def _in_task(config: dict, name: str) -> dict:
     """``config`` whose ``process_docs``, ``process_results`` and aggregations run with their task set
     (:mod:`pathbind.lmms.running`)."""
     metadata = config.get("metadata")
@@ -207,7 +207,7 @@ def _in_task(config: dict, name: str, process_docs: type[_RecordingRows]) -> dic
                        cluster=str(metadata.get("pathbind_cluster") or "image"))
     config = dict(config)
     if callable(config.get("process_docs")):
-        config["process_docs"] = process_docs(config["process_docs"], task)
+        config["process_docs"] = _NamingTheTask(config["process_docs"], task)
     if callable(config.get("process_results")):
         config["process_results"] = _NamingTheDocument(config["process_results"], task)
     if isinstance(config.get("metric_list"), list):  # the aggregations read the task's ledger
