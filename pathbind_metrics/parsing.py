@@ -117,9 +117,10 @@ _YES_NO = {"yes": "yes", "是的": "yes", "是": "yes", "no": "no", "不是": "n
 # Answer position: a token standing alone before punctuation, a spaced dash or the line end ("A,", "B.", "C" last,
 # "No - ..."), or a parenthesised letter. Two different answers there are two answers, whatever words join them
 # ("A, no wait, D.", "No - sorry, yes.", "B... actually C"); "A gland", "B-cell", "B's" and "A is wrong" are prose.
-_FOLLOW = r"(?=\s*(?:[.,;:!?)\u2026\uff0c\u3002\uff01\uff1f\uff1b\uff1a]|$)|\s+[-\u2013\u2014]|[\u2013\u2014])"
-# A letter is also in answer position in an enumeration ("A or B") or when called right ("C is correct").
-_LETTER_FOLLOW = (_FOLLOW + r"|(?=" + _SEP + r"\(?[A-Z]\)?(?![A-Za-z0-9]))"
+_FOLLOW = r"(?=\s*(?:[.,;:!?)\"\u201d\u2026\uff0c\u3002\uff01\uff1f\uff1b\uff1a]|$)|\s+[-\u2013\u2014]|[\u2013\u2014])"
+# A letter is also in answer position in an enumeration of such letters ("A or B.", not "A and B cells") or when
+# called right ("C is correct").
+_LETTER_FOLLOW = (_FOLLOW + r"|(?=" + _SEP + r"\(?[A-Z]\)?" + _FOLLOW + ")"
                   r"|(?=\s+(?i:is|was)\s+(?:the\s+)?(?i:correct|right|best|better|answer|one)\b)")
 _POSITIONED_LETTER = re.compile(r"(?<![A-Za-z0-9'\u2019-])(?:\(([A-Z])\)|([A-Z])(?:" + _LETTER_FOLLOW + "))", re.M)
 _POSITIONED_YES_NO = re.compile(r"(?<![A-Za-z\u4e00-\u9fff'\u2019-])" + _YN + _FOLLOW, re.I | re.M)

@@ -222,6 +222,7 @@ def test_a_self_corrected_choice_names_both_options(text: str) -> None:
     ("Answer: B. Actually, option B is right because C is wrong.", "B"), ("B. Actually, I think it is B.", "B"),
     ("A. Because the nuclei are not B's and C is wrong.", "A"), ("Answer: D. B-cell markers are negative.", "D"),
     ("No, there is no malignancy.", "no"), ("Yes. No atypia, no mitoses are seen.", "yes"),
+    ("Answer: C. T and B cells surround it.", "C"), ('"Yes"', "yes"),
 ])
 def test_a_correction_that_repeats_the_answer_or_names_none_keeps_it(text: str, expected: str) -> None:
     """"Actually" before the same answer, or before no answer at all, is no second answer."""
