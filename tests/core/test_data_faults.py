@@ -181,3 +181,15 @@ def test_a_whole_failed_record_is_each_tasks_and_none_is_no_record(tmp_path):
     (tmp_path / "older").mkdir()
     (tmp_path / "older" / "x_results.json").write_text(json.dumps({"results": results["results"]}))
     assert task_data(tmp_path / "older", "t") is None
+
+
+@pytest.mark.parametrize(("rows", "evaluated", "flag"), [
+    (10, 9, ""), (10, 8, "8 of 10 evaluated"), (12, 2, "2 of 12 evaluated"), (0, 0, ""), (100, 90, ""),
+])
+def test_a_headline_is_flagged_under_nine_tenths_of_its_rows(rows, evaluated, flag):
+    """Evaluated under 90% of the rows read is flagged with both counts; a ledger of another form is not read."""
+    from pathbind.summary import coverage_flag
+
+    dropped = {"image file not found": rows - evaluated} if rows > evaluated else {}
+    assert coverage_flag({"rows": rows, "evaluated": evaluated, "dropped": dropped}) == flag
+    assert coverage_flag({"rows": "12"}) == coverage_flag(None) == ""
