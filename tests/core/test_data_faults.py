@@ -193,3 +193,14 @@ def test_a_headline_is_flagged_under_nine_tenths_of_its_rows(rows, evaluated, fl
     dropped = {"image file not found": rows - evaluated} if rows > evaluated else {}
     assert coverage_flag({"rows": rows, "evaluated": evaluated, "dropped": dropped}) == flag
     assert coverage_flag({"rows": "12"}) == coverage_flag(None) == ""
+
+
+def test_doctests():
+    """The docstring examples of the fault phrasing and the coverage flag run and hold."""
+    import doctest
+
+    from pathbind import faults, summary
+
+    for module in (faults, summary):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__
