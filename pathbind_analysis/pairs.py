@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pathbind.lmms_output import task_data, task_results, task_samples
+from pathbind.lmms_output import ResultsError, task_data, task_results, task_samples
 from pathbind.provenance import data_differences
 from pathbind.strict_json import dumps_strict
 from pathbind.table import format_table
@@ -164,9 +164,12 @@ def _at_default(record: dict[str, Any], measure: str, q: float) -> float:
 
 def _same_data(general: Path, tuned: Path, task: str) -> None:
     """ValueError (one line: the task and what differs) when the two runs' records of ``task`` name different
-    data; a warning when a run has no record (a run before PathBind recorded its data), then the comparison goes
-    on."""
-    records = {path: task_data(path, task) for path in (general, tuned)}
+    data, or when a run's record failed; a warning when a run has no record (a run before PathBind recorded its
+    data), then the comparison goes on."""
+    try:
+        records = {path: task_data(path, task) for path in (general, tuned)}
+    except ResultsError as exc:
+        raise ValueError(f"{exc}: cannot check that both runs read the same data; fix the data and rerun") from None
     for path in (p for p, record in records.items() if record is None):
         print(f"pathbind pairs: warning: {path} has no record of the data task {task} read (a run before PathBind "
               "recorded it): cannot check that both models saw the same data", file=sys.stderr)

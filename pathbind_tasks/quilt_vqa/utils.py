@@ -18,9 +18,10 @@ from loguru import logger
 
 from pathbind.data import override_dir
 from pathbind.layout import Layout
-from pathbind_tasks.common.accounting import drop
+from pathbind_tasks.common.accounting import drop, fault_reason
 from pathbind_tasks.common.raw import (
     YES_NO_FEATURES,
+    BadField,
     embedded_docs,
     embedded_images,
     image_file,
@@ -56,6 +57,14 @@ def closed_label(answer: Any, yes_no_answer: Any = None, *, has_label_field: boo
     return yes_no(yes_no_answer) if has_label_field else yes_no(answer)
 
 
+def label_problem(value: Any) -> tuple[str, str]:
+    """Why a closed item's ``yes_no_answer`` is no label, and the value to show: an invalid value ("maybe") is
+    named as such; a missing one (or no such field) is UNLABELLED."""
+    if isinstance(value, str) and value.strip():
+        return fault_reason(str(BadField("yes_no_answer", "is not yes or no", value))), value
+    return UNLABELLED, ""
+
+
 def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     """The CLOSED items with their yes/no label; the unlabelled ones dropped and counted."""
     require(dataset.column_names, COLUMNS, dataset=DATASET, folder="quilt_vqa")
@@ -67,9 +76,10 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     labels = {i: closed_label(rows[i]["answer"], rows[i].get("yes_no_answer"), has_label_field=has_label_field)
               for i in closed}
     keep = [i for i in closed if labels[i]]
+    for i in (i for i in closed if not labels[i]):
+        reason, value = label_problem(rows[i].get("yes_no_answer") if has_label_field else None)
+        drop(reason, example=f"'quilt_vqa-{rows[i].get('id', i)}'" + (f": {value!r:.80}" if value else ""))
     if len(keep) < len(closed):
-        unlabelled = next(i for i in closed if not labels[i])
-        drop(UNLABELLED, len(closed) - len(keep), example=f"'quilt_vqa-{rows[unlabelled].get('id', unlabelled)}'")
         logger.warning(f"{DATASET}: {len(closed) - len(keep)} of {len(closed)} closed-ended items have no yes/no label "
                        f"and are dropped ({'yes_no_answer' if has_label_field else 'the answer'} is not yes or no)")
     ids = unique_ids([f"quilt_vqa-{rows[i].get('id', i)}" for i in keep], dataset=DATASET)

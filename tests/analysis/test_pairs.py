@@ -120,7 +120,8 @@ def strict_json(text: str):
 def test_pairs_compares_clustered_and_refuses_what_cannot_be_paired(demo_control, demo_blind, tmp_path):
     """The blind control against the positive control: ΔMG is negative with an interval below 0 and a Holm-adjusted
     p under 0.05; --json is strict. Refused, each in one line: runs on different data, runs that evaluated
-    different items, a grounding task given as the VQA task. A run with no data record is compared, with a warning."""
+    different items, a grounding task given as the VQA task, an empty sample log. A run with no data record is
+    compared, with a warning."""
     control, blind = demo_control["out"], demo_blind["out"]
 
     def pairs(general: Path, tuned: Path, *extra: str):
@@ -170,3 +171,8 @@ def test_pairs_compares_clustered_and_refuses_what_cannot_be_paired(demo_control
     warned = pairs(control, older)
     assert warned.returncode == 0 and "ΔMG" in warned.stdout and "P (HOLM)" in warned.stdout
     assert f"pathbind pairs: warning: {older} has no record of the data task pathbind_demo_vqa read" in warned.stderr
+
+    empty = edited_run(blind, tmp_path / "empty", lambda text: "", "*_samples_pathbind_demo_vqa.jsonl")
+    refused = pairs(control, empty)
+    assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert "_samples_pathbind_demo_vqa.jsonl: the sample log of task 'pathbind_demo_vqa' is empty" in refused.stderr
