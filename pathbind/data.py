@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -133,8 +134,9 @@ def _hub_location(config: dict[str, Any], name: str) -> dict[str, Any] | None:
 
 def _local_location(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     location = _located(config, folder)
-    for split, path in (location["dataset_kwargs"].get("data_files") or {}).items():
-        _require_rows(Path(path), config, split)
+    for split, paths in (location["dataset_kwargs"].get("data_files") or {}).items():
+        for path in [paths] if isinstance(paths, str) else paths:
+            _require_rows(Path(path), config, split)
     return location
 
 
@@ -164,7 +166,7 @@ def _located(config: dict[str, Any], folder: Path) -> dict[str, Any]:
             return {"dataset_path": builders.pop(),
                     "dataset_kwargs": {**options, "data_files": {s: str(folder / f) for s, f in declared.items()}}}
     if saved_dataset(folder):
-        return {"dataset_path": str(folder), "dataset_kwargs": {"load_from_disk": True}}
+        return _saved_location(config, folder)
     files = sorted(p for p in folder.iterdir() if p.suffix in BUILDERS)
     builders = {BUILDERS[p.suffix] for p in files}
     if len(builders) != 1:
@@ -174,4 +176,28 @@ def _located(config: dict[str, Any], folder: Path) -> dict[str, Any]:
         tried = ", ".join([*named, *(f"{folder / s}.parquet/.jsonl/.json/.csv" for s in splits)])
         raise DataOverrideError(f"{DATA_ENV}: tried {tried} (one format) and a save_to_disk dataset in {folder}, "
                                 f"found {_listing(folder)}")
+    split = _split(config)
+    if split not in {p.stem for p in files}:  # lmms-eval would end in a bare KeyError naming the split
+        raise DataOverrideError(f"{DATA_ENV}: {folder} has no file for split {split!r}, which task "
+                                f"{config.get('task')!r} evaluates (it holds {', '.join(p.name for p in files)}); "
+                                f"a file named {split}{files[0].suffix} is read as that split")
     return {"dataset_path": builders.pop(), "dataset_kwargs": {"data_files": {p.stem: str(p) for p in files}}}
+
+
+def _split(config: dict[str, Any]) -> str:
+    return str(config.get("test_split") or "test")
+
+
+def _saved_location(config: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """A ``save_to_disk`` folder: a DatasetDict as lmms-eval loads it; one split's Dataset (lmms-eval's loader
+    wants a DatasetDict) as its arrow files, read as the task's split."""
+    if (folder / "dataset_dict.json").exists():
+        return {"dataset_path": str(folder), "dataset_kwargs": {"load_from_disk": True}}
+    try:
+        names = [entry["filename"] for entry in json.loads((folder / "state.json").read_text())["_data_files"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise DataOverrideError(f"{DATA_ENV}: {folder} has a dataset_info.json but no readable state.json listing "
+                                f"its arrow files ({type(exc).__name__}: {exc}); save it again with "
+                                "Dataset.save_to_disk") from None
+    return {"dataset_path": "arrow", "dataset_kwargs": {"data_files": {_split(config): [str(folder / name)
+                                                                                         for name in names]}}}

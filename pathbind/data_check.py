@@ -22,11 +22,15 @@ from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
 
+from loguru import logger
+
 from pathbind.catalog import plugin_tasks, task_config
 from pathbind.data import DATA_ENV, DataLocationError, apply_data_root, data_name
+from pathbind.faults import folder_fault
 from pathbind.layout import Layout
 from pathbind.lmms.running import Ledger, RunningTask, running
 from pathbind.plugins import PluginManager
+from pathbind.provenance import folder_summary, record_error
 
 DATA_KEYS = ("dataset_path", "dataset_name", "dataset_kwargs", "test_split")
 # Keys of dataset_kwargs that lmms-eval 0.7.3's download consumes itself and never hands to datasets.
@@ -132,8 +136,8 @@ def check(sources: Sources, folder: Path, source: str | None = None) -> list[Sou
 
     Raises DataLocationError for an unknown source, no such folder, or a root holding no source's folder.
     """
-    if not folder.is_dir():
-        raise DataLocationError(f"{folder}: no such folder")
+    if fault := folder_fault(folder):
+        raise DataLocationError(fault)
     if source is not None:
         if folder.name != source and (folder / source).is_dir():  # a root holding the source's folder
             folder = folder / source
@@ -211,8 +215,8 @@ def _module(name: str) -> Any:
 
 def check_source(source: str, folder: Path, plans_: list[Plan]) -> SourceReport:
     """The report of one source's folder: layout, then each plan run with PATHBIND_DATA pointing at it."""
-    report = SourceReport(source, str(folder), files=layout_lines(folder, plans_))
-    with _quiet_progress(), data_root_for(source, folder) as root:
+    report = SourceReport(source, str(folder), files=[*layout_lines(folder, plans_), *record_lines(folder)])
+    with _quiet_progress(), data_root_for(source, folder) as root, _naming(str(root / source), str(folder)):
         report.tasks = [run_plan(plan) for plan in plans_]
     for task in report.tasks:  # messages name the user's folder, not the link that stood in for it
         task.moved(str(root / source), str(folder))
@@ -237,6 +241,31 @@ def layout_lines(folder: Path, plans_: list[Plan]) -> list[Line]:
             lines.append(Line(f"files found: {', '.join(found)}"))
         lines += [Line(f"missing: {entry} (expected in {folder}{where})", problem=True) for entry in missing]
     return lines
+
+
+def record_lines(folder: Path) -> list[Line]:
+    """The files that would make the run's record of the data (``pathbind.data``) fail, in the run's words: a
+    file of a subfolder that cannot be read (a link to nothing, a link loop)."""
+    lines = []
+    for sub in (p for p in sorted(folder.iterdir()) if p.is_dir()):
+        try:
+            folder_summary(sub, folder)
+        except OSError as exc:
+            lines.append(Line(f"{record_error(exc)}: the run's record of the data would fail", problem=True))
+    return lines
+
+
+@contextmanager
+def _naming(old: str, new: str) -> Iterator[None]:
+    """Log messages name folder ``new`` where they name ``old`` (the check's link to it, deleted afterwards)."""
+    def patch(record: Any) -> None:
+        record["message"] = record["message"].replace(old, new)
+
+    logger.configure(patcher=patch)
+    try:
+        yield
+    finally:
+        logger.configure(patcher=lambda record: None)
 
 
 @contextmanager
@@ -299,12 +328,8 @@ def load_like_lmms_eval(config: dict[str, Any]) -> Any:
     import datasets
 
     kwargs = {k: v for k, v in (config.get("dataset_kwargs") or {}).items() if k not in LMMS_EVAL_KEYS}
-    if (config.get("dataset_kwargs") or {}).get("load_from_disk"):
-        loaded = datasets.load_from_disk(config["dataset_path"])
-        if not isinstance(loaded, datasets.DatasetDict):
-            raise ValueError(f"{config['dataset_path']} holds one split saved with save_to_disk; lmms-eval needs a "
-                             f"DatasetDict with split {config.get('test_split') or 'test'!r}")
-        return loaded
+    if (config.get("dataset_kwargs") or {}).get("load_from_disk"):  # a DatasetDict (one split is read as arrow)
+        return datasets.load_from_disk(config["dataset_path"])
     return datasets.load_dataset(path=config["dataset_path"], name=config.get("dataset_name"),
                                  download_mode=datasets.DownloadMode.REUSE_DATASET_IF_EXISTS, num_proc=1, **kwargs)
 

@@ -23,6 +23,9 @@ class Layout:
         the folder, any one of which suffices; empty when the images are embedded in the data.
     readme
         Where the layout is documented, named in the report of what is missing.
+    embedded
+        Glob patterns of data files that carry their images (a parquet file with an image column), which a run reads
+        instead of ``data`` (see ``pathbind.data.apply_data_root``): one of them needs no other file.
 
     Examples
     --------
@@ -33,6 +36,7 @@ class Layout:
     data: tuple[str, ...]
     images: tuple[str, ...] = ()
     readme: str = ""
+    embedded: tuple[str, ...] = ()
 
     def compare(self, folder: Path) -> tuple[list[str], list[str]]:
         """(found, missing): the files of ``folder`` that match the layout, and each entry that nothing matches."""
@@ -40,8 +44,11 @@ class Layout:
         if saved_dataset(folder):
             found.append("a save_to_disk copy")
         else:
-            for pattern in self.data:
-                matches = sorted(str(p.relative_to(folder)) for p in folder.glob(pattern) if p.is_file())
+            data = [_matches(folder, (pattern,)) for pattern in self.data]
+            carrying = _matches(folder, self.embedded)
+            if carrying and not any(data):  # the run reads the file that carries the images
+                return carrying, []
+            for pattern, matches in zip(self.data, data, strict=True):
                 found.extend(matches)
                 if not matches:
                     missing.append(pattern)
@@ -50,6 +57,10 @@ class Layout:
         if self.images and not present:
             missing.append(" or ".join(self.images))
         return found, missing
+
+
+def _matches(folder: Path, patterns: tuple[str, ...]) -> list[str]:
+    return sorted(str(p.relative_to(folder)) for pattern in patterns for p in folder.glob(pattern) if p.is_file())
 
 
 def _present(folder: Path, name: str) -> bool:

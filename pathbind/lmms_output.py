@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from pathbind.provenance import RECORD_FAILED, record_failure
+
 # lmms-eval writes <output_path>/<model>/<date>_results.json and, with --log_samples, <date>_samples_<task>.jsonl.
 RESULTS = "*results.json"
 SAMPLE_LOGS = "*_samples_*.jsonl"
@@ -80,6 +82,8 @@ def load_results(path: Path) -> ResultFile:
         model += f" ({config['model_args']})"
     subtasks = data.get("group_subtasks") if isinstance(data.get("group_subtasks"), dict) else {}
     read = (data.get("pathbind") or {}).get("data") if isinstance(data.get("pathbind"), dict) else None
+    if isinstance(read, dict) and isinstance(read.get("error"), str):  # the whole record failed: each task's did
+        read = {task: {"error": read["error"]} for task in results}
     return ResultFile(path, model, results, frozenset(name for name, tasks in subtasks.items() if tasks), config,
                       {task: record for task, record in (read or {}).items() if isinstance(record, dict)})
 
@@ -95,22 +99,29 @@ def task_results(run_dir: Path, task: str) -> dict[str, Any]:
 
 def task_data(run_dir: Path, task: str) -> dict[str, Any] | None:
     """The data record (``pathbind.data``) of ``task`` in the latest results.json below ``run_dir`` that ran it;
-    None when that file has none (a run before PathBind recorded it, or the record failed)."""
+    None when that file has none (a run before PathBind recorded it); ResultsError when the record failed."""
     for file in reversed(by_date(find_results([run_dir]))):
         loaded = load_results(file)
         if task in loaded.results:
             record = loaded.data.get(task)
+            if failure := record_failure(record):
+                raise ResultsError(f"{file}: task {task}: {RECORD_FAILED} ({failure})")
             return record if record and "fingerprint" in record else None
     return None
 
 
 def task_samples(run_dir: Path, task: str) -> list[dict[str, Any]]:
-    """Every line of the latest sample log of ``task``; ValueError naming the folder and the fix when there is none."""
+    """Every line of the latest sample log of ``task``; ValueError naming the folder and the fix when there is none,
+    or the file when it is empty."""
     logs = by_date(find_sample_logs(run_dir, task))
     if not logs:
         raise ValueError(f"{run_dir}: no sample log of task {task!r} (run lmms_eval with --log_samples "
                          f"and --tasks {task})")
-    return [sample for _, sample in read_sample_log(logs[-1])]
+    samples = [sample for _, sample in read_sample_log(logs[-1])]
+    if not samples:
+        raise ValueError(f"{logs[-1]}: the sample log of task {task!r} is empty (the run evaluated no document, or "
+                         "was cut short before writing it)")
+    return samples
 
 
 def sample_record(sample: Any) -> dict[str, Any] | None:

@@ -11,6 +11,7 @@ file by file: image folders hold tens of thousands of files); for hub data the i
 
 from __future__ import annotations
 
+import errno
 import glob
 import hashlib
 import json
@@ -24,6 +25,7 @@ from typing import Any
 from loguru import logger
 
 from pathbind.data import data_name, is_hub, override_dir
+from pathbind.faults import path_fault
 
 CHUNK = 1 << 20  # data files can be GBs: read them 1 MiB at a time
 _COMMIT = re.compile(r"[0-9a-f]{40}")
@@ -41,14 +43,33 @@ def record_raw_split(task: str, dataset: Any) -> None:
 
 
 def data_provenance(tasks: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each lmms-eval task's record (after its ``download``); a task whose record fails gets ``{"error": ...}``."""
+    """Each lmms-eval task's record (after its ``download``); a task whose record fails gets ``{"error": cause}``,
+    warned at once: such a run cannot be compared with another (``pairs`` refuses it, ``report`` flags it)."""
     records = {}
     for name, task in tasks.items():
         try:
             records[name] = task_provenance(name, task)
         except Exception as exc:
-            records[name] = {"error": f"{type(exc).__name__}: {exc}"}
+            records[name] = {"error": record_error(exc)}
+            logger.warning(f"pathbind: task {name}: {RECORD_FAILED} ({records[name]['error']}); this run cannot "
+                           "be checked against another run's data")
     return records
+
+
+RECORD_FAILED = "the record of the data it read failed"
+
+
+def record_error(exc: Exception) -> str:
+    """Why a data record failed: a path that cannot be read in the words of :func:`pathbind.faults.path_fault`."""
+    if isinstance(exc, OSError) and exc.filename:
+        return path_fault(Path(exc.filename), exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def record_failure(record: Mapping[str, Any] | None) -> str:
+    """Why ``record`` (one task's ``pathbind.data`` entry) failed, "" for a record or none (a run made before
+    PathBind recorded data)."""
+    return str(record["error"]) if isinstance(record, Mapping) and "error" in record else ""
 
 
 def task_provenance(name: str, task: Any) -> dict[str, Any]:
@@ -142,7 +163,8 @@ def file_sha256(path: Path) -> str:
 
 
 def folder_summary(folder: Path, root: Path) -> dict[str, Any]:
-    """A subfolder as its file count, total bytes and the sha256 of its sorted (relative path, size) lines."""
+    """A subfolder as its file count, total bytes and the sha256 of its sorted (relative path, size) lines;
+    OSError naming the file for one that cannot be read (a link to nothing, a link loop)."""
     listing = sorted((path.relative_to(folder).as_posix(), path.stat().st_size) for path in _files_below(folder))
     digest = hashlib.sha256("".join(f"{name}\t{size}\n" for name, size in listing).encode())
     return {"name": folder.relative_to(root).as_posix(), "files": len(listing),
@@ -151,6 +173,10 @@ def folder_summary(folder: Path, root: Path) -> dict[str, Any]:
 
 def _files_below(folder: Path) -> Iterable[Path]:
     for directory, _, names in os.walk(folder, followlinks=True):
+        # A linked folder that leads back up: os.walk would follow it until the path is too long.
+        if directory != str(folder) and Path(os.path.realpath(Path(directory).parent)).is_relative_to(
+                os.path.realpath(directory)):
+            raise OSError(errno.ELOOP, "symbolic link loop", directory)
         yield from (Path(directory, name) for name in names if not _DATASETS_CACHE_FILE.fullmatch(name))
 
 

@@ -7,18 +7,36 @@ from typing import Any
 
 from pathbind.lmms_output import ResultFile
 
+COVERED = 0.9  # a headline over fewer than this share of the rows its task read is flagged
+
 
 def summary_rows(result: ResultFile, *, accounting: bool = False) -> list[dict[str, Any]]:
     """One row per task: model, task, then each scalar metric (filter suffix and stderr entries dropped), and
-    with ``accounting`` the task's row accounting as it is in the file."""
+    with ``accounting`` the task's row accounting as it is in the file; without it, a task that evaluated too
+    few of its rows is flagged beside its name ("pathbind_x [2 of 12 evaluated]", see :func:`coverage_flag`)."""
     rows = []
     for task, metrics in sorted(result.results.items()):
         values = {name: value for name, value in result.metrics(task).items() if isinstance(value, int | float)}
         if accounting and "accounting,none" in metrics:
             values["accounting"] = metrics["accounting,none"]
+        flag = "" if accounting else coverage_flag(metrics.get("accounting,none"))
         if values:
-            rows.append({"model": result.model, "task": task, **values})
+            rows.append({"model": result.model, "task": f"{task} [{flag}]" if flag else task, **values})
     return rows
+
+
+def coverage_flag(value: Any) -> str:
+    """``"2 of 12 evaluated"`` when a task's ``accounting`` evaluated under ``COVERED`` of the rows it read (its
+    headline is over those few), else "".
+
+    >>> coverage_flag({"rows": 12, "evaluated": 2, "dropped": {"image file not found": 10}})
+    '2 of 12 evaluated'
+    """
+    ledger = read_accounting(value)
+    if ledger is None:
+        return ""
+    rows, evaluated, _ = ledger
+    return f"{evaluated} of {rows} evaluated" if evaluated < COVERED * rows else ""
 
 
 def dimension_rows(result: ResultFile) -> list[dict[str, Any]]:

@@ -22,10 +22,10 @@ from pathbind.table import format_table
 from pathbind_analysis.pairs import (
     DEFAULT_OPTIONS,
     _display,
+    adjust,
     grounding_changes,
     vqa_answers,
     vqa_changes,
-    with_holm,
 )
 
 # results["results"][task]: the changes' scalars (shown in the console table) and the whole rows with the log.
@@ -50,16 +50,18 @@ def compare_with_baseline(results: dict[str, Any], baseline: str) -> None:
             logger.warning(f"pathbind: --baseline: {exc}; no paired change, and lmms-eval's paired_* fields are left "
                            "out")
             continue
+        family = adjust(rows, f"{task} against --baseline")
         metrics = results["results"][task]
         metrics.update({f"{DELTAS[row['measure']]},none": row["delta"] for row in rows})
-        metrics[f"{BASELINE},none"] = {"log": baseline, "pairs": rows}
-        table = format_table([_display({"general": "baseline", "tuned": THIS_RUN, **row}) for row in rows])
-        logger.info(f"pathbind: {task}: paired change over --baseline {baseline}:\n{table}")
+        metrics[f"{BASELINE},none"] = {"log": baseline, "pairs": rows, "holm_family": family}
+        table = format_table([_display(row) for row in rows])
+        logger.info(f"pathbind: {task}: paired change over --baseline {baseline}:\n{table}\np (Holm): adjusted "
+                    f"across {family}.")
 
 
 def _task_changes(results: dict[str, Any], task: str, log: Path) -> list[dict[str, Any]]:
     """The rows ``pathbind pairs`` gives for ``task`` with the baseline as the general model and this run as the
-    tuned one; ValueError (why the two cannot be paired) otherwise."""
+    tuned one (not yet Holm-adjusted); ValueError (why the two cannot be paired) otherwise."""
     if not log.is_file():
         raise ValueError(f"{log} is not a sample log on this machine (PathBind pairs its tasks with a local "
                          "*_samples_<task>.jsonl written by lmms_eval --log_samples)")
@@ -83,7 +85,7 @@ def _task_changes(results: dict[str, Any], task: str, log: Path) -> list[dict[st
             del line["score"]
         logger.warning(f"pathbind: --baseline: {log} was written before PathBind logged lmms-eval's per-sample score: "
                        f"lmms-eval's paired_* fields are left out for {task}; PathBind's paired change is not")
-    return with_holm(rows)
+    return [{"general": "baseline", "tuned": THIS_RUN, **row} for row in rows]
 
 
 def _records(lines: list[Any], where: str) -> list[dict[str, Any]]:

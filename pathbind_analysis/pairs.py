@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pathbind.lmms_output import sample_record, task_data, task_results, task_samples
+from pathbind.lmms_output import ResultsError, sample_record, task_data, task_results, task_samples
 from pathbind.provenance import data_differences
 from pathbind.strict_json import dumps_strict
 from pathbind.table import format_table
 
 DEFAULT_VQA, DEFAULT_GROUNDING = "pathbind_vqa", "pathbind_grounding_testa"
-DEFAULT_OPTIONS = {"n_resamples": 2000, "n_permutations": 10000, "seed": 0}
+DEFAULT_OPTIONS = {"n_permutations": 10000, "seed": 0}
 
 
 def add_pairs_command(subparsers: argparse._SubParsersAction) -> None:
@@ -23,9 +23,10 @@ def add_pairs_command(subparsers: argparse._SubParsersAction) -> None:
         description="For each GENERAL:TUNED pair of lmms-eval --output_path folders (run with --log_samples), the "
                     "tuned model's change in accuracy with the image (ΔAcc) and in multimodal gain (ΔMG) on each VQA "
                     "task, and in attention IoU and recall on each grounding task, over the items both evaluated: "
-                    "a 95% interval and a two-sided paired sign-flip test that resample the task's clusters (by "
-                    "default images, whose questions are not independent), with p-values Holm-adjusted across the "
-                    "tasks and measures of the pair. Runs that evaluated different items or data are refused. Then "
+                    "a two-sided paired sign-flip test that flips the task's clusters (by default images, whose "
+                    "questions are not independent) and the 95% interval of changes it does not reject, with "
+                    "p-values Holm-adjusted across every row printed (all pairs, tasks and measures). Runs that "
+                    "evaluated different items or data are refused. Then "
                     "Kendall's tau between the model rankings by IoU at q=0.2 and by IoU at the other thresholds "
                     "and by pixel-AP.")
     parser.add_argument("pairs", nargs="+", metavar="GENERAL:TUNED", help="two output folders joined by ':'")
@@ -35,12 +36,11 @@ def add_pairs_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--grounding-task", action="append", metavar="TASK",
                         help="a grounding task giving ΔIoU and ΔRecall; repeat for several (default, when neither "
                              f"task option is given: {DEFAULT_GROUNDING})")
-    parser.add_argument("--n-resamples", type=int, default=DEFAULT_OPTIONS["n_resamples"],
-                        help="bootstrap resamples (default %(default)s)")
     parser.add_argument("--n-permutations", type=int, default=DEFAULT_OPTIONS["n_permutations"],
-                        help="sign-flip permutations (default %(default)s)")
+                        help="sign-flip permutations, where there are more sign patterns than this (default 10000: "
+                             "every pattern up to 13 clusters)")
     parser.add_argument("--seed", type=int, default=DEFAULT_OPTIONS["seed"],
-                        help="seed of resamples and permutations (default %(default)s)")
+                        help="seed of the random sign patterns, beyond 13 clusters (default 0)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(func=run)
 
@@ -49,13 +49,14 @@ def run(args: argparse.Namespace) -> int:
     from pathbind_tasks.common.grounding_aggregations import Q_DEFAULT  # scipy: loaded when the command runs
 
     try:
-        if min(args.n_resamples, args.n_permutations) < 1:
-            raise ValueError("--n-resamples and --n-permutations must be at least 1")
+        if args.n_permutations < 1:
+            raise ValueError("--n-permutations must be at least 1")
         pairs = [_split_pair(text) for text in args.pairs]
         given = args.vqa_task or args.grounding_task  # either option alone compares only what it names
         tasks = {"vqa": args.vqa_task or ([] if given else [DEFAULT_VQA]),
                  "grounding": args.grounding_task or ([] if given else [DEFAULT_GROUNDING])}
         rows = [row for general, tuned in pairs for row in compare(general, tuned, tasks, _options(args))]
+        family = adjust(rows, "this invocation")
         runs = list(dict.fromkeys(path for pair in pairs for path in pair))
         agreement = {}
         for task in tasks["grounding"]:
@@ -68,9 +69,12 @@ def run(args: argparse.Namespace) -> int:
               "any pair", file=sys.stderr)
         return 1
     if args.json:
-        print(dumps_strict({"pairs": rows, "kendall_tau_vs_iou_q0.2": agreement}, indent=2))
+        print(dumps_strict({"pairs": rows, "holm_family": family, "kendall_tau_vs_iou_q0.2": agreement}, indent=2))
         return 0
     print(format_table([_display(row) for row in rows]))
+    print(f"\np (Holm): adjusted across {family}.")
+    for row in (r for r in rows if r["ci95"]["warning"]):
+        print(f"warning: {row['general']} → {row['tuned']}, {row['task']} {row['measure']}: {row['ci95']['warning']}")
     if agreement:
         print(f"\nKendall's tau vs the ranking by IoU at q={Q_DEFAULT} ({len(runs)} models):")
         print(format_table([{"ranking": name, "tau": tau} for name, tau in agreement.items()]))
@@ -78,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _options(args: argparse.Namespace) -> dict[str, int]:
-    return {"n_resamples": args.n_resamples, "n_permutations": args.n_permutations, "seed": args.seed}
+    return {"n_permutations": args.n_permutations, "seed": args.seed}
 
 
 def _split_pair(text: str) -> tuple[Path, Path]:
@@ -92,21 +96,24 @@ def _split_pair(text: str) -> tuple[Path, Path]:
 
 
 def compare(general: Path, tuned: Path, tasks: dict[str, list[str]], options: dict[str, int]) -> list[dict[str, Any]]:
-    """One row per task and measure: the tuned model's paired change over the general model's, Holm-adjusted
-    across the rows of the pair. ValueError (one line) for runs on different data or items, or a task that is not
-    of the kind asked for."""
+    """One row per task and measure: the tuned model's paired change over the general model's (not yet
+    Holm-adjusted: :func:`adjust` adjusts across every row shown together). ValueError (one line) for runs on
+    different data or items, or a task that is not of the kind asked for."""
     rows = [row for task in tasks["vqa"] for row in _vqa_rows(general, tuned, task, options)]
     rows += [row for task in tasks["grounding"] for row in _grounding_rows(general, tuned, task, options)]
-    return [{"general": general.name, "tuned": tuned.name, **row} for row in with_holm(rows)]
+    return [{"general": general.name, "tuned": tuned.name, **row} for row in rows]
 
 
-def with_holm(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``rows`` with their p-values Holm-adjusted across them (``p_holm``)."""
+def adjust(rows: list[dict[str, Any]], where: str) -> str:
+    """Set each row's ``p_holm``, Holm-adjusted across all ``rows`` (every pair, task and measure shown together,
+    so the chance of any false finding stays at 5%); returns the family's description."""
     from pathbind_metrics.resampling import holm
 
     for row, adjusted in zip(rows, holm([row["p"] for row in rows]), strict=True):
         row["p_holm"] = adjusted
-    return rows
+    tested = sum(1 for row in rows if math.isfinite(row["p"]))
+    pairs = len({(row["general"], row["tuned"]) for row in rows})
+    return f"the {tested} tests of {where} ({pairs} pair{'s' * (pairs != 1)} × their tasks and measures)"
 
 
 def _vqa_rows(general: Path, tuned: Path, task: str, options: dict[str, int]) -> list[dict[str, Any]]:
@@ -172,9 +179,12 @@ def _at_default(record: dict[str, Any], measure: str, q: float) -> float:
 
 def _same_data(general: Path, tuned: Path, task: str) -> None:
     """ValueError (one line: the task and what differs) when the two runs' records of ``task`` name different
-    data; a warning when a run has no record (a run before PathBind recorded its data), then the comparison goes
-    on."""
-    records = {path: task_data(path, task) for path in (general, tuned)}
+    data, or when a run's record failed; a warning when a run has no record (a run before PathBind recorded its
+    data), then the comparison goes on."""
+    try:
+        records = {path: task_data(path, task) for path in (general, tuned)}
+    except ResultsError as exc:
+        raise ValueError(f"{exc}: cannot check that both runs read the same data; fix the data and rerun") from None
     for path in (p for p, record in records.items() if record is None):
         print(f"pathbind pairs: warning: {path} has no record of the data task {task} read (a run before PathBind "
               "recorded it): cannot check that both models saw the same data", file=sys.stderr)
@@ -241,10 +251,12 @@ def _rankings(runs: list[Path], task: str) -> dict[str, float]:
 
 def _display(row: dict[str, Any]) -> dict[str, Any]:
     interval = row["ci95"]
-    change = (f"{row['delta']:+.3g} [{interval['low']:.3g}, {interval['high']:.3g}]" if math.isfinite(row["delta"])
-              else "n/a")
+    bounds = (f"[{interval['low']:.3g}, {interval['high']:.3g}]" if math.isfinite(interval["low"])
+              else "[no interval]")
+    change = f"{row['delta']:+.3g} {bounds}" if math.isfinite(row["delta"]) else "n/a"
     return {"general": row["general"], "tuned": row["tuned"], "task": row["task"], "measure": row["measure"],
-            "change [95% CI]": change, "resampled": f"{interval['clusters']} {interval['cluster']} clusters",
+            "change [95% CI]": change, "resampled": f"{interval['clusters']} {interval['cluster']} clusters"
+                                                    + (" (!)" if interval["warning"] else ""),
             "design effect": _shown(interval["design_effect"], ".2f"), "p": _shown(row["p"], ".2g"),
             "p (Holm)": _shown(row["p_holm"], ".2g"), "n": row["n"]}
 

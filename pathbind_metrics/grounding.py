@@ -123,6 +123,21 @@ def grounding_problem(attn_map: ArrayLike, box: Box, image_size: ImageSize, *, s
     return prepared if isinstance(prepared, str) else None
 
 
+def box_fault(box: Box, image_size: ImageSize) -> str | None:
+    """Why ``box`` cannot be scored on an image of ``image_size`` whatever the model answers (one of the ``BOX_*``
+    reasons, or ``BAD_IMAGE_SIZE``), None when it can: a fault of the data, which the tasks drop before any model
+    call.
+
+    >>> box_fault([50, 50, 40, 60], (100, 100))
+    'box is inverted (x_max < x_min or y_max < y_min)'
+    """
+    shape = _image_shape(image_size)
+    if isinstance(shape, str):
+        return shape
+    slices = _box_slices(box, shape)
+    return slices if isinstance(slices, str) else None
+
+
 def view_pixels(image_size: ImageSize, view_box: Box | None = None) -> tuple[slice, slice]:
     """Rows and columns of the pixels the model saw: those whose centres lie in ``view_box`` (default: all).
 

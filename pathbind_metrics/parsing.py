@@ -28,16 +28,15 @@ Decisions for ambiguous cases:
   negates up to the next three words, stopping at punctuation or a contrast word ("but", "however",
   "rather", "instead", "though", "although", "yet", "whereas", "while"). "Answer: B, not C" is B; "not sure",
   "not certain", "not clear", "not only" and "not just" negate nothing.
-- Yes/no words (是/是的 -> yes, 否/不是 -> no) count when they open the text, a line or a sentence and are
-  followed by punctuation or the line end ("Yes, ...", "No."), when they follow "answer:"/"answer is", when
-  they follow a comma or a correction ("Yes, but actually no.", "No. Actually, yes.": both None), or when
-  paired with another ("Yes and no", "yes/no"). "No malignancy is seen" is None; "nodule", "none", "not" and
-  "cannot" never count.
-- A self-correction ("actually", "wait", "sorry", "I mean", "on second thought", "scratch that", "make that",
-  "change to", "I was wrong", "correction", 其实, 不对, ...) makes the answer name both: every part it separates is
-  also read with plain statements counted ("it is yes.", "should be B", "B is correct", a part opening with "B."),
-  so "The answer is no. Actually, it is yes.", "A. Actually, B." and "B. Sorry, I mean C." are None, whatever the
-  wording. A correction that repeats the same answer ("B. Actually, B is right.") keeps it.
+- Two different answers in answer position make the answer None, whatever words join them ("I would say A, no
+  wait, D.", "No - sorry, yes.", "B... actually C", "Answer: B. Actually, Lymphoma."). Answer position is a
+  token standing alone before punctuation, a spaced dash or the line end ("A,", "D.", "yes" last), a
+  parenthesised letter, a letter in an enumeration ("A or B") or called right ("C is correct"), or a clause that
+  is an option's text. Prose is not: "A gland", "B-cell", "B's", "A is wrong", "No malignancy is seen";
+  so "Answer: B. Because A is wrong" is B, and a repeated answer ("B. Actually, B is right.") keeps it.
+- Yes/no words (是/是的 -> yes, 否/不是 -> no) count in answer position, after "answer:"/"answer is" ("The
+  answer is yes because ..."), or paired with another ("Yes and no", "yes/no": None). "nodule", "none", "not",
+  "cannot" and 是 inside a Chinese word (是否) never count.
 
 Specificity judgements (:func:`parse_specificity`, the PathVG expression filter) are stricter still: only
 ``<answer>`` tags count (reasoning dropped as in rule 1; the ``<reason>`` and any other text are never read, as a
@@ -108,34 +107,25 @@ _YN = r"(yes|no|是的|是|不是|否)"
 # The word must end there (ASCII or fullwidth punctuation, line end): rejects "No malignancy", "nodule", "not".
 _YN_END = r"(?=\s*(?:[.!?,;:)\uff0c\u3002\uff01\uff1f\uff1b\uff1a]|$))"
 _YES_NO_FORMS = (
-    # Opens the text, a line or a sentence: "Yes, the tissue is benign.", "No."
-    re.compile(r"(?:^|(?<=[.!?\u3002\uff01\uff1f]))[\s(\"']*" + _YN + _YN_END, re.I | re.M),
     # An explicit form may go on: "The answer is yes because ...".
     re.compile(r"\banswer\s*(?:is\s*:?|:)\s*" + _YN + r"(?![A-Za-z\u4e00-\u9fff])", re.I),
-    # A comma or a correction before it: "Yes, but actually no.", "No. Actually, yes."
-    re.compile(r"(?:[,;:\uff0c]|\b(?:actually|but|or|rather|then|so|well|wait|maybe|perhaps|probably|i\s+think"
-               r"|i'd\s+say)\b)[\s\"']*" + _YN + _YN_END, re.I),
     # A hedge names both words: "Yes and no", "yes or no", "yes/no".
     re.compile(r"(?<![A-Za-z])" + _YN + r"\s*(?:,|/|\bor\b|\band\b)\s*" + _YN + _YN_END, re.I),
 )
 _YES_NO = {"yes": "yes", "是的": "yes", "是": "yes", "no": "no", "不是": "no", "否": "no"}
 
-# A self-correction: what follows it is a second answer, whatever its wording ("Actually, it is yes.", "A. Wait, B.").
-_CORRECTION = re.compile(
-    r"\b(?:actually|wait|correction|sorry|oops|hmm+|or\s+rather|no\s+rather|scratch\s+that|strike\s+that"
-    r"|never\s*mind|on\s+(?:second|further)\s+thoughts?|upon\s+(?:further\s+)?reflection|i\s+mean[t]?"
-    r"|i\s+was\s+wrong|i\s+misspoke|my\s+mistake|correcting\s+myself|i\s+take\s+(?:that|it)\s+back"
-    r"|let\s+me\s+(?:correct|reconsider|rethink|revise|re-?check)|make\s+(?:that|it)|change\s+(?:my\s+answer\s+)?to"
-    r"|(?:revised|corrected|updated)\s+answer)\b|其实|不对|更正|等等|等一下", re.I)
-# In a corrected answer any plain statement of a letter or a yes/no word counts, not only the forms above:
-# "it is B.", "should be B", "B is correct", a segment opening with "B" or "(B)", "it is yes.", "make that no."
-_END = r"(?=\s*(?:[.!?,;:)\uff0c\u3002\uff01\uff1f]|$))"
-_STATED_LETTERS = (
-    re.compile(r"^[\s\"'(]*([A-Z])\)?" + _END),
-    re.compile(r"\b(?i:is|be|to|with|mean|meant|that|pick|choose|select|go\s+for)\s+\(?([A-Z])\)?" + _END),
-    re.compile(r"(?<![A-Za-z])\(?([A-Z])\)?\s+(?i:is\s+(?:the\s+)?(?:correct|right|better|best|answer|one)\b)"),
-)
-_STATED_YES_NO = re.compile(r"(?<![A-Za-z])" + _YN + _YN_END, re.I)
+# Answer position: a token standing alone before punctuation, a spaced dash or the line end ("A,", "B.", "C" last,
+# "No - ..."), or a parenthesised letter. Two different answers there are two answers, whatever words join them
+# ("A, no wait, D.", "No - sorry, yes.", "B... actually C"); "A gland", "B-cell", "B's" and "A is wrong" are prose.
+_FOLLOW = r"(?=\s*(?:[.,;:!?)\"\u201d\u2026\uff0c\u3002\uff01\uff1f\uff1b\uff1a]|$)|\s+[-\u2013\u2014]|[\u2013\u2014])"
+# A letter is also in answer position in an enumeration of such letters ("A or B.", not "A and B cells") or when
+# called right ("C is correct").
+_LETTER_FOLLOW = (_FOLLOW + r"|(?=" + _SEP + r"\(?[A-Z]\)?" + _FOLLOW + ")"
+                  r"|(?=\s+(?i:is|was)\s+(?:the\s+)?(?i:correct|right|best|better|answer|one)\b)")
+_POSITIONED_LETTER = re.compile(r"(?<![A-Za-z0-9'\u2019-])(?:\(([A-Z])\)|([A-Z])(?:" + _LETTER_FOLLOW + "))", re.M)
+_POSITIONED_YES_NO = re.compile(r"(?<![A-Za-z\u4e00-\u9fff'\u2019-])" + _YN + _FOLLOW, re.I | re.M)
+# Clauses, for an option's text standing as one ("Answer: B. Actually, Lymphoma.").
+_CLAUSE = re.compile(r"[.,;:!?\n\u2026\uff0c\u3002]+|\s[-\u2013\u2014]+\s|[\u2013\u2014]")
 
 
 def choice_letters(n: int) -> list[str]:
@@ -207,26 +197,28 @@ def _norm(text: str) -> str:
     return " ".join(text.split()).strip(" .,:;!?\"'").lower()
 
 
-def correction_segments(region: str) -> list[str]:
-    """The parts of an answer region a self-correction separates ("A. Actually, B." -> ["A. ", "B."]); one
-    part, ``[region]``, when it holds no correction.
+def positioned_choices(region: str, options: list[str]) -> set[str]:
+    """Every option letter a region names in answer position: a letter standing alone before punctuation, a
+    spaced dash or the line end, a parenthesised letter, or a clause that is an option's text; negated ones
+    excepted. Letters beyond the options are left to the forms.
 
     Examples
     --------
-    >>> correction_segments("The answer is no. Actually, it is yes.")
-    ['The answer is no. ', 'it is yes.']
+    >>> sorted(positioned_choices("I would say A, no wait, D.", ["w", "x", "y", "z"]))
+    ['A', 'D']
+    >>> sorted(positioned_choices("A. Because the nuclei are not B's, C is wrong.", ["w", "x", "y", "z"]))
+    ['A']
     """
-    parts = _CORRECTION.split(region)
-    return [parts[0], *(part.lstrip(" \t,;:.!-\u2014\u2013\uff0c\u3002") for part in parts[1:])]
-
-
-def segment_choices(segment: str, options: list[str]) -> set[str]:
-    """Every letter (in range or not) one part of a corrected answer names: by the module's forms, or stated
-    plainly ("it is B", "B is correct", "B." opening the part)."""
     letters = choice_letters(len(options))
-    kept = drop_negated(segment)
-    stated = {m[1] for form in _STATED_LETTERS for m in form.finditer(kept)}
-    return _named(segment.strip(), False, letters, options) | stated
+    kept = drop_negated(region)
+    found = {m[1] or m[2] for m in _POSITIONED_LETTER.finditer(kept)} & set(letters)
+    named = {_norm(clause) for clause in clauses(kept)} - {""}
+    return found | {letter for letter, option in zip(letters, options, strict=True) if _norm(option) in named}
+
+
+def clauses(region: str) -> list[str]:
+    """The clauses of a region, split at punctuation and spaced dashes: where an option's text stands alone."""
+    return _CLAUSE.split(region)
 
 
 def parse_choice(text: str, options: list[str]) -> str | None:
@@ -251,14 +243,17 @@ def parse_choice(text: str, options: list[str]) -> str | None:
     >>> parse_choice("A or B", ["x", "y", "z"]) is None
     True
     """
+    found = named_choices(text, options)
+    return found.pop() if len(found) == 1 and found <= set(choice_letters(len(options))) else None
+
+
+def named_choices(text: str, options: list[str]) -> set[str]:
+    """Every letter (in range or not) a response names, by the forms or in answer position; parse_choice's
+    answer when it is one letter in range."""
     regions, contained = _regions(text)
     letters = choice_letters(len(options))
-    found = set().union(*(_named(region, contained, letters, options) for region in regions))
-    for region in regions:  # a corrected answer names both: each part is read on its own, more leniently
-        segments = correction_segments(region)
-        if len(segments) > 1:
-            found |= set().union(*(segment_choices(segment, options) for segment in segments))
-    return found.pop() if len(found) == 1 and found <= set(letters) else None
+    return set().union(*(_named(region, contained, letters, options) | positioned_choices(region, options)
+                         for region in regions))
 
 
 def _named(region: str, contained: bool, letters: list[str], options: list[str]) -> set[str]:
@@ -296,8 +291,7 @@ def parse_yes_no(text: str) -> str | None:
     """
     region, _ = _region(text)
     found = {_YES_NO[word.lower()] for form in _YES_NO_FORMS for m in form.finditer(region) for word in m.groups()}
-    if len(correction_segments(region)) > 1:  # "The answer is no. Actually, it is yes.": both named
-        found |= {_YES_NO[m[1].lower()] for m in _STATED_YES_NO.finditer(region)}
+    found |= {_YES_NO[m[1].lower()] for m in _POSITIONED_YES_NO.finditer(region)}
     return found.pop() if len(found) == 1 else None
 
 

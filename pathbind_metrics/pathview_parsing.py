@@ -13,8 +13,9 @@ are two answers. Refusals are judged before parsing, by :func:`pathbind_metrics.
   option whose canonical label (through a :class:`~pathbind_metrics.labels.LabelMatcher`) is the only
   label of the options the region names ("tumour cells" is the option "neoplastic cell"). A negated label
   is not named ("It is definitely not tumor", "no tumor"), by the negation rule of :mod:`pathbind_metrics.parsing`.
-  A self-correction whose parts name different options, by letter or by label ("A. Actually, tumour cells."), is
-  None; counts and boxes that a correction changes are two numbers or two boxes, judged as above.
+  Two different options in answer position, by letter (as :func:`~pathbind_metrics.parse_choice` places it) or by
+  label (a clause of at most three words and the label, "I mean stroma"), are None whatever joins them ("A. Actually,
+  tumour cells."); counts and boxes that a correction changes are two numbers or two boxes, judged as above.
 """
 
 from __future__ import annotations
@@ -23,11 +24,14 @@ import re
 
 from pathbind_metrics.labels import LabelMatcher
 from pathbind_metrics.parsing import _region as answer_region
-from pathbind_metrics.parsing import correction_segments, drop_negated, parse_choice, segment_choices
+from pathbind_metrics.parsing import choice_letters, clauses, drop_negated, named_choices
 
 _NUMBER = r"[-+]?\d+(?:\.\d+)?"
 _BOX = re.compile(rf"\[\s*({_NUMBER})\s*,\s*({_NUMBER})\s*,\s*({_NUMBER})\s*,\s*({_NUMBER})\s*\]")
 # Grouped thousands first, so "1,204" is one number; a sign or decimal part is kept so it can be refused.
+# A clause states a label when the label ends it after at most this many words ("I mean stroma", "it is tumour
+# cells"); a longer clause ending in a label is prose ("these cells invade the stroma").
+_LEAD_WORDS = 3
 _COUNT = re.compile(r"(?<![\d.])([-+]?)(\d{1,3}(?:,\d{3})+(?!\d)|\d+)(\.\d+)?")
 
 
@@ -78,24 +82,27 @@ def parse_option(text: str, options: list[str], matcher: LabelMatcher) -> str | 
     True
     """
     region, _ = answer_region(text)
-    segments = correction_segments(region)
-    if len(segments) > 1:  # a self-correction: two parts naming different options (by letter or label) conflict
-        named = {_segment_option(segment, options, matcher) for segment in segments}
-        if len(named - {None}) > 1 or "" in named:
-            return None
-    letter = parse_choice(text, options)
-    if letter is not None:
-        return options[ord(letter) - ord("A")]
-    return _labelled(region, options, matcher)
+    letters = named_choices(text, options)
+    if not letters:
+        return _labelled(region, options, matcher)
+    if not letters <= set(choice_letters(len(options))):
+        return None
+    named = {options[ord(letter) - ord("A")] for letter in letters} | _positioned_labels(region, options, matcher)
+    return named.pop() if len(named) == 1 else None  # "A. Actually, tumour cells." names two options
 
 
-def _segment_option(segment: str, options: list[str], matcher: LabelMatcher) -> str | None:
-    """The option one part of a corrected answer names, None if none, "" if several or a letter out of range."""
-    letters = segment_choices(segment, options)
-    if letters:
-        index = ord(letters.pop()) - ord("A") if len(letters) == 1 else -1
-        return options[index] if 0 <= index < len(options) else ""
-    return _labelled(segment, options, matcher)
+def _positioned_labels(region: str, options: list[str], matcher: LabelMatcher) -> set[str]:
+    """The options a clause of the region states: the label ends a clause of at most ``_LEAD_WORDS`` other
+    words ("Stroma.", "Actually, it is tumour cells."); negated ones excepted."""
+    by_label = {matcher.canonical(option): option for option in options}
+    stated = set()
+    for clause in clauses(drop_negated(region)):
+        words = clause.split()
+        for lead in range(min(_LEAD_WORDS, len(words) - 1) + 1):
+            if (label := matcher.canonical(" ".join(words[lead:]))) in by_label:
+                stated.add(by_label[label])
+                break
+    return stated
 
 
 def _labelled(region: str, options: list[str], matcher: LabelMatcher) -> str | None:

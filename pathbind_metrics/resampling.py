@@ -1,19 +1,26 @@
 """Intervals and tests that resample what is independent: clusters of items (the questions on one image, the tiles
 of one slide), not the items themselves.
 
-Questions on one image are not independent draws: Path-VQA asks about 6.6 per image. An interval that resamples
-items as if they were is too narrow by the square root of the design effect (Kish), about ``1 + (m - 1)·ICC``
-for clusters of ``m`` items with intra-cluster correlation ICC. Here every interval is a percentile bootstrap
-over clusters (the cluster bootstrap of "Adding Error Bars to Evals", arXiv 2411.00640): each resample draws as
-many clusters as there are, with replacement, and the statistic is computed from the summed columns of the
-drawn clusters, so a mean is a ratio of totals (clusters of unequal size weigh by their items). The design
-effect reported beside it is the variance of the statistic over cluster resamples divided by its variance over
-item resamples drawn the same way: exactly 1 when every cluster holds one item, where the interval is the item
-bootstrap's, draw for draw.
+Questions on one image are not independent draws: Path-VQA asks about 6.6 per image. An interval that treats items
+as independent is too narrow by the square root of the design effect (Kish), about ``1 + (m - 1)·ICC`` for
+clusters of ``m`` items with intra-cluster correlation ICC. So every interval here is built over clusters, and
+holds its level with few clusters and with clusters of very unequal size (``benchmarks/coverage.py`` measures it
+from 3 clusters up):
 
-A statistic is a function of column totals: ``statistic(sums)`` maps ``sums[..., k]`` (the totals of ``k``
-per-item columns over the drawn items) to the measure, e.g. ``100 * sums[..., 0] / sums[..., 1]`` for an
-accuracy over the columns (correct, 1).
+- :func:`cluster_interval`: the estimate ± t·SE, the SE the cluster jackknife's (leave one cluster out: it counts a
+  large cluster's leverage, where a bootstrap's SD does not) and t on the Bell–McCaffrey degrees of freedom of a
+  mean over clusters of these sizes (C − 1 for equal sizes, fewer when a few clusters carry most items). A
+  percentile cluster bootstrap covers 0.8 at 5 clusters and less with a dominant cluster. Never narrower than the
+  interval of independent items, which a few clusters that agree by chance would otherwise give.
+- with ``proportion``: the Korn–Graubard interval, Clopper–Pearson on the effective number of items (items over
+  the design effect, scaled by (t_items / t_df)²), which stays inside [0, 100] and has width at 0% or 100%.
+- :func:`sign_flip_p`: a cluster sign-flip test, exact (every sign pattern) up to 13 clusters;
+  :func:`sign_flip_interval`: the values of the mean it does not reject, so interval and p-value agree.
+
+Each interval says what it resampled and warns where clusters are few (< 20) or one holds more than 10% of the
+items. A statistic is a function of column totals: ``statistic(sums)`` maps ``sums[..., k]`` (the totals of ``k``
+per-item columns) to the measure, e.g. ``100 * sums[..., 0] / sums[..., 1]`` for an accuracy over the columns
+(correct, 1).
 """
 
 from __future__ import annotations
@@ -24,9 +31,12 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import stats
 
 Statistic = Callable[[np.ndarray], np.ndarray]
 DRAWS_PER_CHUNK = 1 << 22  # cluster indices drawn at once (32 MB), whatever the number of resamples
+FEW_CLUSTERS = 20  # below this many clusters an interval warns that its level rests on the small-sample correction
+DOMINANT_SHARE = 0.10  # a cluster holding more than this share of the items makes the others count for less
 
 
 def cluster_codes(keys: Sequence[Hashable]) -> np.ndarray:
@@ -44,33 +54,112 @@ def cluster_totals(rows: np.ndarray, codes: np.ndarray) -> np.ndarray:
 
 
 def cluster_interval(statistic: Statistic, columns: ArrayLike, clusters: Sequence[Hashable], *, cluster: str,
-                     n_resamples: int = 2000, seed: int = 0, level: float = 0.95) -> dict[str, Any]:
-    """The ``level`` percentile interval of ``statistic`` over cluster resamples of the items' ``columns``
-    (one row per item, ``clusters`` its cluster key), with what was resampled:
+                     proportion: float | None = None, bounds: tuple[float, float] = (-math.inf, math.inf),
+                     level: float = 0.95) -> dict[str, Any]:
+    """The ``level`` interval of ``statistic`` over the items' ``columns`` (one row per item, ``clusters`` its
+    cluster key), with what it resampled and how:
 
-    ``{"low", "high", "cluster": <what a cluster is>, "clusters": C, "items": n, "design_effect": d}``.
+    ``{"low", "high", "cluster": <what a cluster is>, "clusters": C, "items": n, "design_effect": d,
+    "df": <degrees of freedom>, "method", "warning": <"" or why the level is less certain>}``.
 
-    NaN bounds (and design effect) for fewer than two clusters; a NaN design effect where item resamples do not
-    vary.
+    ``proportion``: the statistic is a proportion times this (100 for a percentage), and the interval is the
+    Korn–Graubard one. ``bounds``: the statistic's possible range, which the interval does not leave. NaN bounds
+    for fewer than two clusters or where leaving a cluster out leaves the statistic undefined; a NaN design effect
+    where the items do not vary.
     """
     rows = np.asarray(columns, dtype=float)
     rows = rows.reshape(len(rows), -1) if rows.size else np.zeros((len(clusters), 1))
     if len(rows) != len(clusters):
         raise ValueError(f"{len(rows)} items but {len(clusters)} cluster keys")
     codes = cluster_codes(clusters)
-    n_clusters = int(codes.max()) + 1 if codes.size else 0
-    described = {"cluster": cluster, "clusters": n_clusters, "items": len(rows)}
-    if n_clusters < 2:  # one cluster cannot show how clusters vary: no interval, rather than a point
-        return {"low": math.nan, "high": math.nan, **described, "design_effect": math.nan}
+    sizes = np.bincount(codes).astype(float)
+    described = {"cluster": cluster, "clusters": sizes.size, "items": len(rows)}
+    if sizes.size < 2:  # one cluster cannot show how clusters vary: no interval, rather than a point
+        return {"low": math.nan, "high": math.nan, **described, "design_effect": math.nan, "df": math.nan,
+                "method": "none: fewer than two clusters", "warning": cluster_warning(sizes, cluster)}
     totals = cluster_totals(rows, codes)
-    clustered = resampled(statistic, totals, n_resamples, seed)
-    singletons = n_clusters == len(rows) and bool((codes == np.arange(len(rows))).all())
-    items = clustered if singletons else resampled(statistic, rows, n_resamples, seed)
-    tail = round(50 * (1 - level), 10)  # 2.5 for 95%, not 2.500000000000002
-    # A draw may leave a ratio undefined (an MAE over no answered item): the interval is over the draws that define it.
-    defined = clustered[np.isfinite(clustered)]
-    low, high = (float(v) for v in np.percentile(defined, [tail, 100 - tail])) if defined.size else (math.nan,) * 2
-    return {"low": low, "high": high, **described, "design_effect": _variance_ratio(clustered, items)}
+    with np.errstate(divide="ignore", invalid="ignore"):  # a left-out cluster may leave a ratio undefined: NaN
+        estimate = float(statistic(totals.sum(axis=0)))
+        variance = jackknife_variance(statistic, totals)
+        items = variance if sizes.size == len(rows) else jackknife_variance(statistic, rows)
+    effect = _ratio(variance, items)
+    df = bell_mccaffrey_df(sizes, working_icc(effect, sizes))
+    if proportion is None:
+        # Never narrower than the interval of independent items: a few clusters that agree by chance (three images
+        # with the same MG) would otherwise give next to no width.
+        half = max(float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(variance),
+                   float(stats.norm.ppf(0.5 + level / 2)) * math.sqrt(items) if math.isfinite(items) else 0.0)
+        low, high = max(estimate - half, bounds[0]), min(estimate + half, bounds[1])
+        method = "cluster jackknife SE × t(df)"
+    else:
+        low, high = korn_graubard(estimate / proportion, variance / proportion**2, sizes, df, level)
+        low, high, method = low * proportion, high * proportion, "Korn–Graubard (Clopper–Pearson on effective n)"
+    return {"low": low, "high": high, **described, "design_effect": effect, "df": df, "method": method,
+            "warning": cluster_warning(sizes, cluster)}
+
+
+def jackknife_variance(statistic: Statistic, totals: np.ndarray) -> float:
+    """The leave-one-out jackknife variance of ``statistic`` over the rows of ``totals`` (clusters or items); NaN
+    where leaving a row out leaves the statistic undefined."""
+    left_out = statistic(totals.sum(axis=0) - totals)
+    if not np.isfinite(left_out).all():
+        return math.nan
+    count = len(totals)
+    return float((count - 1) / count * np.sum((left_out - left_out.mean()) ** 2))
+
+
+def bell_mccaffrey_df(sizes: np.ndarray, icc: float = 0.0) -> float:
+    """Degrees of freedom of the cluster-robust (CR2) variance of a mean over clusters of ``sizes`` items
+    (Bell & McCaffrey 2002) under a working intra-cluster correlation ``icc``: C − 1 for equal sizes, towards 1
+    as a few clusters carry most items (and most of the variance, the more so the higher ``icc``)."""
+    total = sizes.sum()
+    share, scale = sizes / total, 1 / np.sqrt(1 - sizes / total)
+    weight = (1 - icc) + icc * sizes  # each cluster's row sum of the working correlation
+    # scale_c scale_d [g_c' Φ g_d] for the centred, CR2-scaled cluster indicators g_c
+    m = (np.diag(sizes * weight) - np.outer(sizes * weight, share) - np.outer(share, sizes * weight)
+         + np.outer(share, share) * np.sum(sizes * weight)) * np.outer(scale, scale)
+    return float(np.trace(m) ** 2 / np.sum(m * m))
+
+
+def working_icc(design_effect: float, sizes: np.ndarray) -> float:
+    """The intra-cluster correlation that design effect implies, 1 + (m − 1)·ICC with m the item-weighted mean
+    cluster size (Kish), within [0, 1]; 0 where undefined."""
+    m = np.sum(sizes**2) / sizes.sum()
+    if not math.isfinite(design_effect) or m <= 1:
+        return 0.0
+    return float(min(1.0, max(0.0, (design_effect - 1) / (m - 1))))
+
+
+def korn_graubard(p: float, variance: float, sizes: np.ndarray, df: float, level: float) -> tuple[float, float]:
+    """Clopper–Pearson bounds of proportion ``p`` on the effective number of items ``p(1 − p) / variance``
+    (Korn & Graubard 1998), scaled by (t_{n−1} / t_df)² for the few clusters the variance rests on. Where the
+    items do not vary (``p`` 0 or 1) the effective number is Kish's effective number of clusters, as if every
+    cluster's items were one answer; never more than the items."""
+    if not (math.isfinite(p) and math.isfinite(variance)):
+        return math.nan, math.nan
+    items = sizes.sum()
+    effective = p * (1 - p) / variance if variance > 0 and 0 < p < 1 else items**2 / np.sum(sizes**2)
+    tail = 0.5 + level / 2
+    effective = min(effective, items) * (stats.t.ppf(tail, items - 1) / stats.t.ppf(tail, df)) ** 2
+    x = p * effective
+    low = float(stats.beta.ppf(1 - tail, x, effective - x + 1)) if x > 0 else 0.0
+    high = float(stats.beta.ppf(tail, x + 1, effective - x)) if x < effective else 1.0
+    return low, high
+
+
+def cluster_warning(sizes: np.ndarray, cluster: str) -> str:
+    """Why an interval over clusters of ``sizes`` items rests on its small-sample correction, or ""."""
+    reasons = []
+    if 0 < sizes.size < FEW_CLUSTERS:  # no cluster at all: no interval, nothing to warn of
+        reasons.append(f"only {sizes.size} {cluster} clusters (< {FEW_CLUSTERS})")
+    if sizes.size and sizes.max() > max(DOMINANT_SHARE, 2 / sizes.size) * sizes.sum():  # more than twice its share
+        reasons.append(f"one {cluster} holds {sizes.max() / sizes.sum():.0%} of the items "
+                       f"(> {DOMINANT_SHARE:.0%})")
+    return "; ".join(reasons)
+
+
+def _ratio(clustered: float, items: float) -> float:
+    return clustered / items if items > 0 and math.isfinite(clustered) else math.nan
 
 
 def resampled(statistic: Statistic, totals: np.ndarray, n_resamples: int, seed: int | tuple[int, ...]) -> np.ndarray:
@@ -88,41 +177,87 @@ def resampled(statistic: Statistic, totals: np.ndarray, n_resamples: int, seed: 
     return np.concatenate(values)
 
 
-def _variance_ratio(clustered: np.ndarray, items: np.ndarray) -> float:
-    base = float(np.nanvar(items))
-    return float(np.nanvar(clustered)) / base if base > 0 else math.nan
+# ------------------------------------------------------------------------------------------ sign-flip tests
+
+class SignFlips:
+    """The cluster sign-flip null of a mean paired difference: under it the two members of every pair are
+    exchangeable, so each cluster's total keeps or flips its sign, all its pairs together.
+
+    Every one of the 2^C sign patterns when there are at most ``n_permutations`` (13 clusters at the default
+    10,000), else ``n_permutations`` seeded random ones. Pairs with a non-finite difference are left out.
+    """
+
+    def __init__(self, differences: ArrayLike, clusters: Sequence[Hashable], *, n_permutations: int = 10000,
+                 seed: int = 0) -> None:
+        diff = np.asarray(differences, dtype=float)
+        keep = np.isfinite(diff)
+        codes = cluster_codes([key for key, kept in zip(clusters, keep, strict=True) if kept])
+        self.totals = np.bincount(codes, weights=diff[keep]) if codes.size else np.zeros(0)
+        self.sizes = np.bincount(codes).astype(float)
+        count = self.totals.size
+        self.exact = count > 0 and 2**count <= n_permutations
+        if self.exact:
+            self.signs = 1.0 - 2.0 * ((np.arange(2**count)[:, None] >> np.arange(count)) & 1)
+        else:
+            self.signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(n_permutations, count))
+
+    def p_value(self, alternative: str = "two-sided") -> float:
+        """p that the mean difference is 0: the share of sign patterns at least as extreme as the observed one,
+        which counts as one pattern when they are drawn (so p >= 1 / (n_permutations + 1)); NaN without pairs.
+        Exact, the smallest two-sided p is 2 / 2^C."""
+        if self.totals.size == 0:
+            return math.nan
+        permuted, observed = self.signs @ self.totals, self.totals.sum()
+        slack = 1e-12 * max(1.0, abs(observed))  # permutations equal to the observed up to rounding count as extreme
+        if alternative == "greater":
+            extreme = permuted >= observed - slack
+        elif alternative == "less":
+            extreme = permuted <= observed + slack
+        elif alternative == "two-sided":
+            extreme = np.abs(permuted) >= abs(observed) - slack
+        else:
+            raise ValueError(f"alternative {alternative!r} is not greater, less or two-sided")
+        return self._share(int(np.count_nonzero(extreme)))
+
+    def _share(self, count: int | np.ndarray) -> Any:
+        return count / len(self.signs) if self.exact else (count + 1) / (len(self.signs) + 1)
+
+    def smallest_p(self) -> float:
+        """The smallest two-sided p-value any data can give: 2 / 2^C exact."""
+        return self._share(2 if self.exact else 0)
+
+    def interval(self, level: float = 0.95) -> tuple[float, float]:
+        """The mean differences δ the two-sided test does not reject at 1 − ``level`` (its p-value for the
+        differences minus δ above it), as (lowest, highest); NaN when no test can reject, or without pairs.
+
+        For one sign pattern s, "as extreme" at δ is |s·(T − δN)| >= |1·(T − δN)| (T the cluster totals, N their
+        sizes): a quadratic in δ with a negative leading term unless s flips all or none, so a closed interval of
+        δ. The p-value at δ counts the intervals that hold it, found for every δ at once by sorting their ends.
+        """
+        alpha = 1 - level
+        if self.totals.size == 0 or self.smallest_p() > alpha:
+            return math.nan, math.nan
+        flipped, weights = self.signs @ self.totals, self.signs @ self.sizes
+        observed, items = self.totals.sum(), self.sizes.sum()
+        a = weights**2 - items**2
+        b = -2 * (flipped * weights - observed * items)
+        c = flipped**2 - observed**2
+        always = np.isclose(a, 0)  # all or no cluster flipped: as extreme at every δ
+        roots = np.sqrt(np.maximum(b * b - 4 * a * c, 0.0)[~always])
+        real = (b * b - 4 * a * c)[~always] >= 0
+        first, second = ((-b[~always] + sign * roots) / (2 * a[~always]) for sign in (1, -1))
+        starts, ends = np.sort(np.minimum(first, second)[real]), np.sort(np.maximum(first, second)[real])
+        points = np.concatenate([starts, ends])
+        holding = np.searchsorted(starts, points, "right") - np.searchsorted(ends, points, "left")
+        accepted = points[self._share(holding + int(always.sum())) > alpha]
+        return (float(accepted.min()), float(accepted.max())) if accepted.size else (math.nan, math.nan)
 
 
 def sign_flip_p(differences: ArrayLike, clusters: Sequence[Hashable], *, alternative: str = "two-sided",
                 n_permutations: int = 10000, seed: int = 0) -> float:
-    """p-value that the mean paired difference is 0, flipping the sign of each cluster's total at once (under
-    the null the two members of every pair are exchangeable, and a cluster's pairs move together).
-
-    ``alternative``: ``greater`` (mean > 0), ``less`` or ``two-sided``. Pairs with a non-finite difference are
-    left out. The observed statistic counts as one permutation, so p >= 1 / (n_permutations + 1); NaN without
-    pairs. With one item per cluster this is the item-level sign-flip test.
-    """
-    diff = np.asarray(differences, dtype=float)
-    keep = np.isfinite(diff)
-    keys = [key for key, kept in zip(clusters, keep, strict=True) if kept]
-    diff = diff[keep]
-    if diff.size == 0:
-        return math.nan
-    codes = cluster_codes(keys)
-    totals = np.bincount(codes, weights=diff) if codes.max() + 1 < diff.size else diff
-    signs = np.random.default_rng(seed).choice([-1.0, 1.0], size=(n_permutations, totals.size))
-    permuted, observed = (signs @ totals) / diff.size, totals.sum() / diff.size
-    # A tolerance keeps permutations that equal the observed mean up to rounding on the "as extreme" side.
-    slack = 1e-12 * max(1.0, abs(observed))
-    if alternative == "greater":
-        extreme = permuted >= observed - slack
-    elif alternative == "less":
-        extreme = permuted <= observed + slack
-    elif alternative == "two-sided":
-        extreme = np.abs(permuted) >= abs(observed) - slack
-    else:
-        raise ValueError(f"alternative {alternative!r} is not greater, less or two-sided")
-    return (int(np.count_nonzero(extreme)) + 1) / (n_permutations + 1)
+    """p-value that the mean paired difference is 0 (:class:`SignFlips`); ``alternative``: ``greater`` (mean > 0),
+    ``less`` or ``two-sided``. With one item per cluster this is the item-level sign-flip test."""
+    return SignFlips(differences, clusters, n_permutations=n_permutations, seed=seed).p_value(alternative)
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:

@@ -50,6 +50,11 @@ PATCHES: tuple[Patch, ...] = (
           "a deterministic build error is raised at once, not retried 5 times; `pathbind data check` loads data "
           "as it does (tasks.load_dataset)", "retries for network errors only",
           ("92e6e3e572f19789bf8c901b64432e9283be483904660cb017c5e4443406fbd9",)),
+    Patch("lmms_eval.api.task:ConfigurableTask.process_results", "tasks._no_retry_for_build_errors",
+          "a task function's error names the task and the document at once, not RetryError[<Future>] after 5 "
+          "attempts", "retries for transient errors only",
+          ("ad6526ca81b9dfaf4d68db74570ad6c8afd77373cf4b4ebf79b3bb6e82df48c0",
+           "0a7b58bb2db075d5668934d84a291a184933135a7d148b78ffbe64c12941b576")),
     Patch("lmms_eval.tasks:TaskManager.__init__", "", "builds the index initialize_tasks returns",
           "(relied on)", ("f580db828e8ea2b5ea53285d65d564a6b14a9eb625b5e067ba209ba597844940",)),
     Patch("lmms_eval.tasks:TaskManager._get_task_and_group", "",

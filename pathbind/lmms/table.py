@@ -1,5 +1,5 @@
-"""The lmms-eval CLI's console table in runs with ``results["pathbind"]``: scalar metrics only, and one line naming
-the structured ones and where to read them."""
+"""The lmms-eval CLI's console table in runs with ``results["pathbind"]``: scalar metrics only, a task that evaluated
+too few of its rows flagged beside its name, and one line naming the structured ones and where to read them."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from pathbind.lmms.tasks import HOOK_MARK
+from pathbind.summary import coverage_flag
 
 
 def install_table_hook() -> bool:
@@ -46,6 +47,8 @@ def scalar_view(result_dict: dict, column: str = "results") -> tuple[dict, list[
                 table[task][key] = value
             else:
                 left_out.add(key.partition(",")[0])
+        if flag := coverage_flag(metrics.get("accounting,none")):  # lmms-eval prints the alias as the task's name
+            table[task]["alias"] = f"{metrics.get('alias', task)} [{flag}]"
     return {**result_dict, column: table}, sorted(left_out)
 
 

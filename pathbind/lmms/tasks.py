@@ -27,7 +27,11 @@ VARIANTS_KEY = "pathbind_variants"  # in a task's index entry: the TaskVariants 
 # The plugins PathBind itself ships (pyproject's [project.entry-points.pathbind]): their task names come first.
 FIRST_PARTY_PLUGINS = ("pathbind_tasks", "pathbind_models", "pathbind_analysis")
 
-class TaskBuildError(ValueError):
+class TaskError(ValueError):
+    """A task's function failed, deterministically (not retried); the message names the task and the cause."""
+
+
+class TaskBuildError(TaskError):
     """A PathBind task's documents cannot be built; the message names the task and the cause."""
 
 
@@ -180,10 +184,10 @@ def _with_data_root(original: Any, manager: Callable[[], PluginManager]) -> Any:
         if not (VARIANTS_KEY in entry or (isinstance(yaml_path, str) and _in_plugin_dir(yaml_path, manager()))):
             _PLUGIN_TASKS.pop(name, None)
             if declares_data(config) or _uses_pathbind(config):  # e.g. a copy via --include_path
-                return _in_task(config, name, _RecordingRows)
+                return _in_task(config, name)
             return config
         _PLUGIN_TASKS[name] = yaml_path
-        return _in_task(apply_data_root(config), name, _NamingTheTask)
+        return _in_task(apply_data_root(config), name)
 
     return get_config
 
@@ -194,7 +198,7 @@ def _as_variant(entry: dict, config: dict) -> dict:
     return config if variants is None else variant_config(variants, config, entry["yaml_path"])
 
 
-def _in_task(config: dict, name: str, process_docs: type[_RecordingRows]) -> dict:
+def _in_task(config: dict, name: str) -> dict:
     """``config`` whose ``process_docs``, ``process_results`` and aggregations run with their task set
     (:mod:`pathbind.lmms.running`)."""
     metadata = config.get("metadata")
@@ -203,9 +207,9 @@ def _in_task(config: dict, name: str, process_docs: type[_RecordingRows]) -> dic
                        cluster=str(metadata.get("pathbind_cluster") or "image"))
     config = dict(config)
     if callable(config.get("process_docs")):
-        config["process_docs"] = process_docs(config["process_docs"], task)
+        config["process_docs"] = _NamingTheTask(config["process_docs"], task)
     if callable(config.get("process_results")):
-        config["process_results"] = InTask(config["process_results"], task)
+        config["process_results"] = _NamingTheDocument(config["process_results"], task)
     if isinstance(config.get("metric_list"), list):  # the aggregations read the task's ledger
         config["metric_list"] = [{**m, "aggregation": InTask(m["aggregation"], task)}
                                  if isinstance(m, Mapping) and callable(m.get("aggregation")) else m
@@ -257,17 +261,31 @@ class _NamingTheTask(_RecordingRows):
             raise TaskBuildError(f"task {self.task.name}: {type(exc).__name__}: {exc}") from exc
 
 
+class _NamingTheDocument(InTask):
+    """``process_results`` whose error names the task, the document and the cause (and is not retried)."""
+
+    def __call__(self, doc: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(doc, *args, **kwargs)
+        except Exception as exc:
+            item = doc.get("id", "?") if isinstance(doc, Mapping) else "?"
+            raise TaskError(f"task {self.task.name}: process_results failed on document {item}: "
+                            f"{type(exc).__name__}: {exc}") from exc
+
+
 def _no_retry_for_build_errors(task_class: Any) -> None:
-    """lmms-eval retries a task's whole ``download`` (load and ``process_docs``) 5 times, 2 s apart, then raises
-    ``RetryError[<Future ...>]``; a TaskBuildError is deterministic, so it is raised at once, as it is."""
+    """lmms-eval retries a task's whole ``download`` (load and ``process_docs``) and each ``process_results`` 5
+    times, 2 s apart, then raises ``RetryError[<Future ...>]``; a TaskError is deterministic, so it is raised at
+    once, as it is."""
     from tenacity import retry_if_not_exception_type
 
-    download = task_class.download
-    if getattr(download, HOOK_MARK, False) or not callable(getattr(download, "retry_with", None)):
-        return
-    hooked = download.retry_with(retry=download.retry.retry & retry_if_not_exception_type(TaskBuildError))
-    setattr(hooked, HOOK_MARK, True)
-    task_class.download = hooked
+    for method in ("download", "process_results"):
+        original = getattr(task_class, method)
+        if getattr(original, HOOK_MARK, False) or not callable(getattr(original, "retry_with", None)):
+            continue
+        hooked = original.retry_with(retry=original.retry.retry & retry_if_not_exception_type(TaskError))
+        setattr(hooked, HOOK_MARK, True)
+        setattr(task_class, method, hooked)
 
 
 def _naming_failed_tasks(original: Any) -> Any:

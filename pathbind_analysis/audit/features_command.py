@@ -17,17 +17,21 @@ Feature-space leakage audit (§4.2 of the WSI leakage audit): do frozen slide (o
 the tissue source site (TSS) or the patient? Site and patient come from the TCGA barcode in each id, or from
 --site-column/--case-column.
 
-  TSS detection     logistic-regression probe for the site, on the sites with at least --min-slides slides;
-                    one-vs-rest macro AUROC (tss_auroc_macro)
+  TSS detection     logistic-regression probe for the site, on the sites with at least --min-slides slides
+                    and 2 patients; one-vs-rest macro AUROC (tss_auroc_macro)
   patient re-id     logistic-regression probe for the patient, on the patients with at least 2 slides; top-1
                     accuracy of the held-out slides (reid_top1) against chance 1/#patients (reid_chance)
   pair similarity   cosine similarity of l2-normalised embeddings: same patient, same site/other patient,
-                    different sites; means, excess over the cross-site mean, one-sided Mann-Whitney U tests
+                    different sites; means, excess over the cross-site mean, one-sided permutation tests of
+                    cross-site < same site < same patient whose unit is the patient (sites permuted across
+                    patients) or the slide (slides permuted across the patients of a site), never the pair
 
 Probes: standardised features (scaled on the training slides) and scikit-learn's multinomial
-LogisticRegression (C=1), on a stratified 70/30 split made within every class: round(30%) of each class's
-slides, at least one and never all, are held out. As in the paper the TSS split is by slide, so one
-patient's slides can fall on both sides. 95% intervals bootstrap the held-out slides with the probe fixed:
+LogisticRegression (C=1), on a stratified 70/30 split made within every class. TSS detection splits by
+patient within site: round(30%) of each site's patients, at least one and never all, are held out with all
+their slides, so sibling slides never fall on both sides (split by slide, as in the paper, the probe
+recognises the patient and reads it as the site: a false site signal). Re-identification holds out round(30%)
+of each patient's slides. 95% intervals bootstrap the held-out slides with the probe fixed:
 for the AUROC, patients are resampled within each site (every site stays present, a patient's slides are drawn
 together) and the interval is the estimate ± Student's t (for the smallest site's held-out patients) × the
 bootstrap spread; it is refused when a site holds out fewer than 4 patients. The similarity means bootstrap
@@ -163,7 +167,8 @@ def _print_summary(report: dict[str, Any], json_path: Path) -> None:
 
     rows = report["rows"]
     print(format_table(summary_rows(report)))
-    print(f"\n{rows['read']:,} rows read, {rows['used']:,} used"
+    print(f"\nTSS detection split {report['tss']['split']}")
+    print(f"{rows['read']:,} rows read, {rows['used']:,} used"
           + (f"; dropped: {_dropped(rows['dropped'])}" if rows["dropped"] else ""))
     if rows["repeated_slides"]:
         first, entry = next(iter(rows["repeated_slides"].items()))

@@ -14,25 +14,33 @@ TEST_FRACTION = 0.3
 # the interval left out 0.5 in 3 of 6 seeds (one site of 3 slides, 1 held out).
 MIN_HELD_OUT_UNITS = 4
 MAX_ITER = 2000
+SPLIT = "by patient within site: round(30%) of each site's patients held out with all their slides"
 PROGRESS_SECONDS = 15
 # Independent random streams of one --seed: adding a use of randomness does not shift the others.
 SPLIT_STREAM, BOOTSTRAP_STREAM = 1, 2
 
 
-def class_holdout(labels: np.ndarray, seed: int, test_fraction: float = TEST_FRACTION) -> tuple[np.ndarray, np.ndarray]:
-    """A stratified 70/30 split made within every class: round(30%) of each class's slides, at least one and never
-    all, go to the test set (sorted index arrays). Every class has ≥ 2 slides.
+def class_holdout(labels: np.ndarray, seed: int, test_fraction: float = TEST_FRACTION,
+                  units: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """A stratified 70/30 split made within every class: round(30%) of each class's ``units`` (default: each slide
+    its own), at least one and never all, go to the test set with all their slides (sorted index arrays). Every
+    class has ≥ 2 units.
 
-    scikit-learn's StratifiedShuffleSplit allots test slides to classes from the overall 30% and refuses a test set
-    smaller than the number of classes, which re-identification over patients with two slides always has; split
-    per class, every class is both trained on and tested.
+    The TSS probe splits by patient within site (``units`` the patients), so a patient's sibling slides, which
+    look alike, never straddle the split: split by slide, the probe would recognise the patient and read it as the
+    site. Re-identification must split by slide. scikit-learn's StratifiedShuffleSplit allots test slides to
+    classes from the overall 30% and refuses a test set smaller than the number of classes, which
+    re-identification over patients with two slides always has; split per class, every class is both trained on
+    and tested.
     """
     rng = np.random.default_rng((seed, SPLIT_STREAM))
+    units = np.arange(len(labels)) if units is None else units
     test: list[np.ndarray] = []
     for label in np.unique(labels):
-        members = rng.permutation(np.flatnonzero(labels == label))
-        count = min(len(members) - 1, max(1, round(test_fraction * len(members))))
-        test.append(members[:count])
+        members = np.flatnonzero(labels == label)
+        names = rng.permutation(np.unique(units[members]))
+        count = min(len(names) - 1, max(1, round(test_fraction * len(names))))
+        test.append(members[np.isin(units[members], names[:count])])
     test_index = np.sort(np.concatenate(test))
     return np.setdiff1d(np.arange(len(labels)), test_index), test_index
 
@@ -60,21 +68,24 @@ def macro_auroc(truth: np.ndarray, probabilities: np.ndarray, classes: np.ndarra
 
 def tss_detection(vectors: np.ndarray, sites: np.ndarray, min_slides: int, seed: int, n_resamples: int,
                   cases: np.ndarray | None = None) -> dict[str, Any]:
-    """Which tissue source site a slide comes from: probe on the sites with ≥ ``min_slides`` slides. The interval
-    resamples the held-out patients (``cases``; default: each slide its own) within each site."""
+    """Which tissue source site a slide comes from: probe on the sites with ≥ ``min_slides`` slides and ≥ 2
+    patients (``cases``; default: each slide its own), split by patient within each site. The interval resamples
+    the held-out patients within each site."""
+    patients = cases if cases is not None else np.arange(len(sites)).astype(str)
     names, counts = np.unique(sites, return_counts=True)
-    kept_sites = names[counts >= min_slides]
+    several = np.array([len(np.unique(patients[sites == name])) >= 2 for name in names], dtype=bool)
+    kept_sites = names[(counts >= min_slides) & several]
     kept = np.isin(sites, kept_sites)
-    result: dict[str, Any] = {"min_slides": min_slides, "n_sites": len(kept_sites), "n_slides": int(kept.sum()),
-                              "dropped_sites": int(len(names) - len(kept_sites)),
+    result: dict[str, Any] = {"min_slides": min_slides, "split": SPLIT, "n_sites": len(kept_sites),
+                              "n_slides": int(kept.sum()), "dropped_sites": int(len(names) - len(kept_sites)),
+                              "dropped_single_patient_sites": int((~several).sum()),
                               "dropped_slides": int((~kept).sum()), "auroc_macro": float("nan"),
                               "auroc_macro_ci95": [float("nan")] * 2, "n_train": 0, "n_test": 0}
     if len(kept_sites) < 2:
-        result["undefined"] = f"needs 2 sites with ≥ {min_slides} slides, found {len(kept_sites)}"
+        result["undefined"] = f"needs 2 sites with ≥ {min_slides} slides and ≥ 2 patients, found {len(kept_sites)}"
         return result
-    x, y = vectors[kept], sites[kept]
-    units = (cases if cases is not None else np.arange(len(sites)).astype(str))[kept]
-    train, test = class_holdout(y, seed)
+    x, y, units = vectors[kept], sites[kept], patients[kept]
+    train, test = class_holdout(y, seed, units=units)
     probe = fit_probe(x[train], y[train], seed)
     probabilities = probe.predict_proba(x[test])
     classes = probe.classes_
@@ -85,7 +96,7 @@ def tss_detection(vectors: np.ndarray, sites: np.ndarray, min_slides: int, seed:
         result["interval_undefined"] = (
             f"{len(few)} site(s) with fewer than {MIN_HELD_OUT_UNITS} held-out patients (e.g. "
             + ", ".join(f"{site}: {n}" for site, n in list(few.items())[:5]) + "); an interval needs at least "
-            f"{MIN_HELD_OUT_UNITS} in every site: raise --min-slides (30% of a site's slides are held out)")
+            f"{MIN_HELD_OUT_UNITS} in every site: raise --min-slides (30% of a site's patients are held out)")
         return result
     result["auroc_macro_ci95"] = _auroc_interval(y[test], probabilities, classes, units[test], seed, n_resamples)
     return result
@@ -120,8 +131,11 @@ def patient_reid(vectors: np.ndarray, cases: np.ndarray, seed: int, n_resamples:
 
 def _auroc_interval(truth: np.ndarray, probabilities: np.ndarray, classes: np.ndarray, units: np.ndarray, seed: int,
                     n_resamples: int) -> list[float]:
-    """95% percentile interval over test sets resampled by patient within each site (so every site stays present,
-    and a patient's slides, which look alike, are drawn together), the probe fixed."""
+    """95% interval of the macro AUROC, the probe fixed: the estimate ± Student's t (for the smallest site's
+    held-out patients, minus one) × the standard deviation of the AUROC over test sets resampled by patient within
+    each site (every site stays present, a patient's slides drawn together). Not a percentile interval: with 4-6
+    held-out patients a site's resamples hardly vary, and the percentile interval covered 0.5 on noise in only 83%
+    of seeds; the t factor (3.2 for 4 patients, 2.0 for 60) restores the nominal rate. Clipped to [0, 1]."""
     rng = np.random.default_rng((seed, BOOTSTRAP_STREAM))
     members = [[np.flatnonzero((truth == label) & (units == unit)) for unit in np.unique(units[truth == label])]
                for label in classes]
@@ -132,10 +146,6 @@ def _auroc_interval(truth: np.ndarray, probabilities: np.ndarray, classes: np.nd
         if time.monotonic() - reported > PROGRESS_SECONDS:  # hundreds of sites take minutes
             print(f"audit-features: AUROC bootstrap {done:,}/{n_resamples:,}", file=sys.stderr, flush=True)
             reported = time.monotonic()
-    # Widened for few patients: the bootstrap's spread times Student's t for the smallest site's held-out
-    # patients (minus one), around the estimate. With 4-6 patients a percentile interval covered 0.5 on noise in
-    # only 83% of seeds; t (3.2 for 4 patients, 2.0 for 60) restores the nominal rate, and large sites are
-    # as before.
     from scipy.stats import t as student
 
     fewest = min(len(site) for site in members)

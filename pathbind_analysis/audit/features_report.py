@@ -33,8 +33,10 @@ def markdown(report: dict[str, Any]) -> str:
              f"embeddings; seed {report['seed']}, {report['n_resamples']:,} bootstrap resamples.", "",
              "| measure | value | 95% CI | on |", "| --- | ---: | --- | --- |"]
     lines += [f"| {r['measure']} | {_number(r['value'])} | {r['ci95']} | {r['on']} |" for r in rows]
-    p_values = report["similarity"]["mann_whitney_p"]
-    lines += ["", "One-sided Mann-Whitney U: " + ", ".join(f"{test} p = {_p(p)}" for test, p in p_values.items()) + ".",
+    p_values, permuted = report["similarity"]["permutation_p"], report["similarity"]["permuted"]
+    lines += ["", "One-sided permutation tests: " + "; ".join(f"{test} p = {_p(p)} ({permuted[test]})"
+                                                          for test, p in p_values.items()) + ".",
+              "", f"TSS detection splits {report['tss']['split']}.",
               "", "## Input rows", "", f"{counts['read']:,} read, {counts['used']:,} used.", ""]
     if counts["dropped"]:
         lines += ["| dropped | rows | why | e.g. |", "| --- | ---: | --- | --- |"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pathbind.summary import coverage_flag
 from pathbind_analysis.report.document import Cell, Figure, Note, Section, Table
 from pathbind_analysis.report.figures import colour, new_figure, save
 from pathbind_analysis.report.fmt import best_marks, cells, finite, number
@@ -51,9 +52,15 @@ def _table_3(runs: list[Run], tasks: list[str]) -> Table:
              for i in range(len(columns))]
     rows = []
     for r, run in enumerate(runs):
-        texts = [_with_interval(run, task, metric) for task, metric, _ in columns]
+        texts = [_with_interval(run, task, metric) + _flag(run, task, metric) for task, metric, _ in columns]
         rows.append([Cell(run.name), *cells(texts, [marks[i][r] for i in range(len(columns))])])
     return Table("Grounding (Table 3 form)", ["Model", *(f"{task} {label}" for task, _, label in columns)], rows)
+
+
+def _flag(run: Run, task: str, metric: str) -> str:
+    """The task's coverage flag, once per task: beside its first headline."""
+    flag = coverage_flag(run.metric(task, "accounting")) if metric == HEADLINE[0][0] else ""
+    return f" [{flag}]" if flag else ""
 
 
 def _with_interval(run: Run, task: str, metric: str) -> str:

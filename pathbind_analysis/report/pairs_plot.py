@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pathbind_analysis.pairs import compare
+from pathbind_analysis.pairs import adjust, compare
 from pathbind_analysis.report.document import Figure, Note, Section, Table
 from pathbind_analysis.report.figures import new_figure, save
 from pathbind_analysis.report.fmt import cells, finite, number
@@ -13,7 +13,7 @@ from pathbind_analysis.report.grounding import grounding_tasks
 from pathbind_analysis.report.runs import ReportError, Run
 
 UP, DOWN, FLAT = "#2ca02c", "#d62728", "0.6"
-PAIRED_TESTS = {"n_resamples": 2000, "n_permutations": 10000, "seed": 0}  # pathbind pairs' defaults
+PAIRED_TESTS = {"n_permutations": 10000, "seed": 0}  # pathbind pairs' defaults
 
 
 def resolve_pairs(text: str, runs: list[Run]) -> list[tuple[Run, Run]]:
@@ -40,8 +40,9 @@ def pairs_section(pairs: list[tuple[Run, Run]], out: Path) -> Section:
     section = Section("General → pathology-tuned pairs",
                       "Per pair, the tuned model's Multimodal Gain (points), attention IoU and recall (%) against "
                       "its general model's (green: tuned above, red: below), then the paired changes from the "
-                      "sample logs as `pathbind pairs` computes them: 95% intervals and sign-flip tests that "
-                      "resample the tasks' clusters (images by default), p-values Holm-adjusted per pair.")
+                      "sample logs as `pathbind pairs` computes them: sign-flip tests that flip the tasks' clusters "
+                      "(images by default) and the 95% intervals of the changes they do not reject, p-values "
+                      "Holm-adjusted across every row of the table.")
     panels = [_panel_values(pairs, measure) for measure in ("mg", "attn_iou", "attn_recall")]
     rows = [cells([f"{g.name} → {t.name}", *(_delta(values[i]) for _, values in panels)])
             for i, (g, t) in enumerate(pairs)]
@@ -68,14 +69,15 @@ def _paired_tests(pairs: list[tuple[Run, Run]]) -> Table | Note:
             return Note(f"paired tests not computed: {exc}")
     if not rows:
         return Note("paired tests not computed: no pair shares a VQA or grounding task")
-    return Table("Paired changes, tuned − general", ["pair", "task", "change", "95% CI", "clusters", "design effect",
-                                                     "p", "p (Holm)", "n"],
+    family = adjust(rows, "this table")
+    return Table(f"Paired changes, tuned − general; p (Holm) adjusted across {family}",
+                 ["pair", "task", "change", "95% CI", "clusters", "design effect", "p", "p (Holm)", "n", "warning"],
                  [cells([f"{row['general']} → {row['tuned']}", row["task"], row["measure"] + " " + number(row["delta"]),
                          f"[{number(row['ci95']['low'])}, {number(row['ci95']['high'])}]",
                          f"{row['ci95']['clusters']} ({row['ci95']['cluster']})",
                          _fixed(row["ci95"]["design_effect"], ".2f"), _fixed(row["p"], ".3g"),
-                         _fixed(row["p_holm"], ".3g"),
-                         str(row["n"])]) for row in rows])
+                         _fixed(row["p_holm"], ".3g"), str(row["n"]), row["ci95"]["warning"] or "–"])
+                  for row in rows])
 
 
 def _fixed(value: float, spec: str) -> str:

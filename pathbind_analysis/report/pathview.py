@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathbind.summary import coverage_flag
 from pathbind_analysis.report.document import Cell, Note, Section, Table
 from pathbind_analysis.report.fmt import best_marks, cells, number
 from pathbind_analysis.report.runs import BASELINE_MODEL, Run
@@ -24,15 +25,18 @@ def pathview_section(runs: list[Run]) -> Section:
         return section
     ordered = sorted((run for run in runs if any(task in run.results for task in tasks)),
                      key=lambda run: not run.baseline)
-    table = [_row(ordered, task, metric) for task, metric in rows]
+    firsts = {task: metric for task, metric in reversed(rows)}  # a task's flag stands beside its first metric
+    table = [_row(ordered, task, metric, flagged=firsts[task] == metric) for task, metric in rows]
     names = [f"{run.name} (baseline)" if run.baseline else run.name for run in ordered]
     section.blocks.append(Table("PathView-Bench", ["task", "metric", *names], table))
     return section
 
 
-def _row(runs: list[Run], task: str, metric: str) -> list[Cell]:
+def _row(runs: list[Run], task: str, metric: str, *, flagged: bool = False) -> list[Cell]:
     label, higher = METRICS[metric]
     values = [run.metric(task, metric) for run in runs]
     marks = best_marks([None if run.baseline else v for run, v in zip(runs, values, strict=True)],
                        higher_is_better=higher)
-    return [Cell(task), Cell(label), *cells([number(v) for v in values], marks)]
+    flags = [coverage_flag(run.metric(task, "accounting")) if flagged else "" for run in runs]
+    texts = [number(v) + (f" [{flag}]" if flag else "") for v, flag in zip(values, flags, strict=True)]
+    return [Cell(task), Cell(label), *cells(texts, marks)]

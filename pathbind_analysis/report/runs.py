@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pathbind.faults import folder_fault
 from pathbind.lmms_output import ResultsError, by_date, find_results, load_results
+from pathbind.summary import coverage_flag
 
 BASELINE_MODEL = "pathbind_baseline"  # runs of this model are shown as baseline rows, not competitors
 
@@ -33,6 +35,12 @@ class Run:
         """The value, or None when the run has no such task or metric."""
         return self.results.get(task, {}).get(metric)
 
+    def name_on(self, task: str) -> str:
+        """The run's name in a headline table of ``task``, flagged when the task evaluated too few of its rows
+        ("run [2 of 12 evaluated]", :func:`pathbind.summary.coverage_flag`)."""
+        flag = coverage_flag(self.metric(task, "accounting"))
+        return f"{self.name} [{flag}]" if flag else self.name
+
 
 def load_runs(paths: list[Path]) -> list[Run]:
     """Every folder's runs merged by task (a later results.json wins), with distinct display names."""
@@ -41,8 +49,8 @@ def load_runs(paths: list[Path]) -> list[Run]:
 
 
 def _load_run(path: Path) -> Run:
-    if not path.is_dir():
-        raise ReportError(f"{path}: no such folder (give lmms-eval --output_path folders)")
+    if fault := folder_fault(path):
+        raise ReportError(f"{fault} (give lmms-eval --output_path folders)")
     files = by_date(find_results([path]))
     if not files:
         raise ReportError(f"{path}: no lmms-eval *_results.json below it (lmms-eval exits 0 even when a run "

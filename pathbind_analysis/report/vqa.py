@@ -53,7 +53,7 @@ def _table_2(runs: list[Run], task: str) -> Table:
     for i, run in enumerate(ran):
         gains = [with_change(value, _figure(run, task, column, "mg")) for value, column in zip(image[i], columns,
                                                                                                  strict=True)]
-        rows.append([Cell(run.name), Cell("VLM"), *cells(gains, image_marks[i])])
+        rows.append([Cell(run.name_on(task)), Cell("VLM"), *cells(gains, image_marks[i])])
         rows.append([Cell(""), Cell("VLM-text"), *cells([number(v) for v in text[i]], text_marks[i])])
     return Table(f"{task}", ["Model", "Strategy", *columns], rows)
 
@@ -104,7 +104,7 @@ def _ablation_table(runs: list[Run], task: str) -> Table:
     rows = []
     for run in ran:
         shown = [with_change(run.metric(task, f"acc_{c}"), _negated(run.metric(task, f"drop_{c}"))) for c in conditions]
-        rows.append(cells([run.name, number(run.metric(task, "acc_image")), *shown,
+        rows.append(cells([run.name_on(task), number(run.metric(task, "acc_image")), *shown,
                            number(run.metric(task, "invalid_rate"))]))
     return Table(f"{task}: accuracy (%) under image ablations, ↓ points lost from the original image",
                  ["Model", "image", *conditions, "invalid %"], rows)

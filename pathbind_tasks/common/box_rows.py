@@ -16,7 +16,8 @@ import datasets
 from loguru import logger
 from PIL import ExifTags, Image
 
-from pathbind_tasks.common.accounting import drop, without_faults
+from pathbind_metrics.grounding import box_fault
+from pathbind_tasks.common.accounting import drop, fault_reason, without_faults
 from pathbind_tasks.common.conditions import with_readable_images
 from pathbind_tasks.common.harness import data_source
 from pathbind_tasks.common.raw import BadField, text_field, unique_ids
@@ -84,8 +85,8 @@ def pixels(value: Any, field: str) -> int:
 
 def bbox(value: Any) -> list[float]:
     """``[x_min, y_min, x_max, y_max]``: four finite numbers (their placement is judged by the metrics)."""
-    try:
-        box = [float(v) for v in value]
+    try:  # a text is never a box, even one whose four characters are digits
+        box = [] if isinstance(value, str | bytes | dict) else [float(v) for v in value]
     except (TypeError, ValueError):
         box = []
     if len(box) != 4 or not all(map(math.isfinite, box)):
@@ -128,15 +129,20 @@ def image_sizes(docs: datasets.Dataset, column: str = "image") -> list[tuple[int
 
 
 def box_problem(row: dict[str, Any], size: tuple[int, int] | None) -> str:
-    """The first unusable field of a grounding row (expression, bbox, width, height, size), '' when usable."""
+    """The first unusable field of a grounding row (expression, bbox, width, height, size), '' when usable. The box
+    must be one the metrics can score on its image (``pathbind_metrics.grounding.box_fault``: not inverted, of
+    non-zero area, covering a pixel of the image), so no fault of the box is ever charged to the model."""
     try:
         if not text_field(row.get("expression"), "expression").strip():
             raise BadField("expression", "is empty", row["expression"])
-        bbox(row.get("bbox"))
+        box = bbox(row.get("bbox"))
         stated = pixels(row.get("width"), "width"), pixels(row.get("height"), "height")
     except BadField as exc:
         return str(exc)
-    return size_problem(stated, size)
+    fault = box_fault(box, stated)
+    # the reason without its own parenthesis: the box itself is the detail that shows the fault
+    return size_problem(stated, size) or (str(BadField("bbox", f"is unusable: {fault_reason(fault)}", box)) if fault
+                                          else "")
 
 
 def checked(dataset: datasets.Dataset, label: str) -> datasets.Dataset:

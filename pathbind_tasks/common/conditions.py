@@ -1,8 +1,8 @@
 """Evaluation conditions: each item asked with its image, without it, or with the image ablated.
 
 Conditions: ``image`` (original), ``text`` (no image; same prompt and answer format), ``blank`` (a white
-image of the same size), ``swap_same`` / ``swap_cross`` (the image of another item from the same / a
-different subset, drawn with a fixed seed), ``blur_<sigma>`` (Gaussian blur, sigma 2, 4, 8, 16 pixels).
+image of the same size), ``swap_same`` / ``swap_cross`` (the image of an item on another image (cluster) from
+the same / a different subset, drawn with a fixed seed), ``blur_<sigma>`` (Gaussian blur, sigma 2, 4, 8, 16 pixels).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 
 import datasets
 import numpy as np
+from loguru import logger
 from PIL import Image, ImageFilter
 from pyarrow.lib import ArrowException
 
@@ -27,6 +28,8 @@ ABLATIONS = ("image", *ABLATION_CONDITIONS)
 CONDITION_SETS = {"full": WITH_AND_WITHOUT_IMAGE, "image_only": IMAGE_ONLY, "ablation": ABLATIONS}
 SWAP_SEED = 20260101  # fixed: every model, run and process count sees the same replacement images
 
+NO_PARTNER = "no item of their subset on another image (cluster) to swap in"
+
 Converter = Callable[[datasets.Dataset], datasets.Dataset]
 
 
@@ -37,7 +40,8 @@ def with_conditions(conditions: Sequence[str], convert: Converter | None = None)
     Documents run item by item (every condition of the first item, in the given order, then of the second...),
     because lmms-eval's ``--limit N`` keeps the first N documents: a limit then cuts whole items, never a whole
     condition. Swap partners are drawn over the full dataset first, so a limit does not change them. An item
-    whose data is at fault (its image, or a ``doc_error`` the conversion found) is dropped from every condition.
+    whose data is at fault (its image, or a ``doc_error`` the conversion found) is dropped from every condition;
+    an item with no partner on another image (cluster) for a swap is left out of that swap condition only.
     """
     unknown = [c for c in conditions if c not in (*ABLATIONS, "text")]
     if unknown:
@@ -48,19 +52,21 @@ def with_conditions(conditions: Sequence[str], convert: Converter | None = None)
             docs = convert(dataset) if convert else dataset
             docs = close(ledger, without_faults(with_readable_images(docs), "task " + str(task_name() or "?")))
         parts = [_condition(docs, condition) for condition in conditions]
-        return item_by_item(datasets.concatenate_datasets(parts), len(docs))
+        return item_by_item(parts)
 
     return process_docs
 
 
-def item_by_item(blocks: datasets.Dataset, n_items: int) -> datasets.Dataset:
-    """Reorder condition blocks (all items under condition 1, then 2, ...) to all conditions of item 1, then 2, ...
+def item_by_item(parts: Sequence[tuple[datasets.Dataset, Sequence[int]]]) -> datasets.Dataset:
+    """Reorder condition blocks (all items under condition 1, then 2, ...; each block with the item positions it
+    holds) to all conditions of item 1, then 2, ...
 
     ``select`` keeps an index mapping instead of copying the rows, so the images are not rewritten.
     """
-    n_conditions = len(blocks) // n_items if n_items else 0
-    order = [condition * n_items + item for item in range(n_items) for condition in range(n_conditions)]
-    return blocks.select(order)
+    offsets = np.cumsum([0, *(len(block) for block, _ in parts)])
+    rows = [(item, condition, int(offsets[condition]) + row)
+            for condition, (_, items) in enumerate(parts) for row, item in enumerate(items)]
+    return datasets.concatenate_datasets([block for block, _ in parts]).select([row for *_, row in sorted(rows)])
 
 
 def with_readable_images(docs: datasets.Dataset) -> datasets.Dataset:
@@ -91,16 +97,26 @@ def _undecoded(docs: datasets.Dataset) -> datasets.Dataset:
                          f"bytes nor file paths ({exc})") from exc
 
 
-def _condition(docs: datasets.Dataset, condition: str) -> datasets.Dataset:
+def _condition(docs: datasets.Dataset, condition: str) -> tuple[datasets.Dataset, list[int]]:
+    """The documents of ``condition`` and the positions of the items they are (a swap leaves out the items with
+    no partner on another image)."""
     tagged = docs.add_column("condition", [condition] * len(docs))
+    clusters = list(docs["cluster"])
     if not condition.startswith("swap_"):
-        return tagged.add_column("image_from", list(docs["id"]))
-    partners = swap_partners(subset_keys(docs), same=condition == "swap_same")
+        return tagged.add_column("image_from", list(docs["id"])).add_column("cluster_from", clusters), list(
+            range(len(docs)))
+    drawn = swap_partners(subset_keys(docs), clusters, same=condition == "swap_same")
+    items = [i for i, p in enumerate(drawn) if p is not None]
+    if len(items) < len(docs):
+        logger.warning(f"task {task_name() or '?'}, condition {condition}: {len(docs) - len(items)} of {len(docs)} "
+                       f"items have {NO_PARTNER}, so they have no {condition} answer")
+    partners = [i if p is None else p for i, p in enumerate(drawn)]  # the unswapped ones are left out below
     # Undecoded, so the swap copies encoded bytes instead of decoding every image.
     images = docs.cast_column("image", datasets.Image(decode=False)).select(partners)["image"]
     swapped = tagged.remove_columns("image").add_column("image", images, feature=docs.features["image"])
     ids = docs["id"]
-    return swapped.add_column("image_from", [ids[p] for p in partners])
+    swapped = swapped.add_column("image_from", [ids[p] for p in partners])
+    return swapped.add_column("cluster_from", [clusters[p] for p in partners]).select(items), items
 
 
 def subset_keys(docs: datasets.Dataset) -> list[str]:
@@ -112,19 +128,19 @@ def subset_keys(docs: datasets.Dataset) -> list[str]:
                                                                           strict=True)]
 
 
-def swap_partners(keys: Sequence[str], *, same: bool, seed: int = SWAP_SEED) -> list[int]:
-    """For each item, the index of another item with the same (or a different) subset key, never itself.
-
-    Items of a subset with no eligible partner keep their own index: the caller's swap is then no swap,
-    which ``image_from`` makes visible in the sample log.
+def swap_partners(keys: Sequence[str], clusters: Sequence[str] | None = None, *, same: bool,
+                  seed: int = SWAP_SEED) -> list[int | None]:
+    """For each item, the index of an item with the same (or a different) subset key on another image: never
+    the item itself nor any item of its cluster (``clusters``; default: every item its own), whose image is the
+    item's own. None where no such item exists: a swap onto the item's own image would be no swap.
     """
     rng = np.random.default_rng(seed)
     keys_array = np.asarray(keys)
-    partners = []
-    for index, key in enumerate(keys_array):
-        eligible = np.flatnonzero((keys_array == key) == same)
-        eligible = eligible[eligible != index]
-        partners.append(int(rng.choice(eligible)) if eligible.size else index)
+    cluster_array = np.asarray(clusters if clusters is not None else range(len(keys)))
+    partners: list[int | None] = []
+    for key, cluster in zip(keys_array, cluster_array, strict=True):
+        eligible = np.flatnonzero(((keys_array == key) == same) & (cluster_array != cluster))
+        partners.append(int(rng.choice(eligible)) if eligible.size else None)
     return partners
 
 

@@ -112,15 +112,13 @@ def headline_value(records: list[dict[str, Any]], field: str) -> float:
     return float(values.mean()) if values.size else math.nan
 
 
-def bootstrap_intervals(records: list[dict[str, Any]], *, n_resamples: int = 2000, seed: int = 0,
-                        level: float = 0.95) -> dict[str, dict[str, Any]]:
-    """Cluster-bootstrap CI of each headline metric over its scorable items (:mod:`pathbind_metrics.resampling`;
-    seeded, the task's cluster: by default the image, whose expressions are not independent)."""
+def bootstrap_intervals(records: list[dict[str, Any]], *, level: float = 0.95) -> dict[str, dict[str, Any]]:
+    """Cluster interval of each headline metric over its scorable items (:mod:`pathbind_metrics.resampling`; the
+    task's cluster: by default the image, whose expressions are not independent)."""
     keys, cluster = cluster_keys(records)
     intervals = {}
     for metric, field in HEADLINE.items():
-        intervals[metric] = rs.mean_interval(_field(records, field), keys, cluster=cluster, n_resamples=n_resamples,
-                                             seed=seed, level=level)
+        intervals[metric] = rs.mean_interval(_field(records, field), keys, cluster=cluster, level=level)
     return intervals
 
 

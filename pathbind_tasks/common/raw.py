@@ -4,7 +4,8 @@ Every converter returns ``id, image, question, [options,] answer, dimension, sou
 broken input (a missing column, no image folder at all) raises before any model call. One bad item is a fault
 of the data, dropped from every condition and counted in the task's ``accounting`` (never the model's invalid
 answer): a field of the wrong type (:func:`text_field`), an answer that names no option (kept as its raw text here,
-dropped by ``vqa_docs``), an image file that is absent or unreadable (dropped by ``with_conditions``).
+dropped by ``vqa_docs``), an image path outside the data folder (:func:`image_file`), an image file that is absent
+or unreadable (dropped by ``with_conditions``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import hashlib
 import os
 import re
 import shutil
+import unicodedata
 import zipfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -219,13 +221,25 @@ def unpacked(archive: Path) -> Path:
     return target
 
 
-def image_path(name: str, root: Path, subfolders: Sequence[str] = ("",)) -> str:
-    """The file ``name`` under the first subfolder of ``root`` that has it, else where it was expected.
+def image_file(name: Any, root: Path, subfolders: Sequence[str] = ("",), *,
+               field: str = "image") -> tuple[str | None, str]:
+    """``(path, problem)`` for the image file ``name`` the data gives: the file under the first subfolder of
+    ``root`` that has it, its name in the data's Unicode normalisation or in the other one (NFC, NFD: a file copied
+    between systems may change form), else where it was expected (the image check reports it absent, naming it).
 
-    An absent file is not an error here: the image check of ``with_conditions`` reports it for that item.
+    No name: ``(None, "")``, the image check's "no image". A name that leaves ``root`` (absolute, or ``..``
+    above it) is never read, as a zip member that would land outside is never written: ``(None, problem)``, the
+    item dropped naming the field, so every file a run reads is inside the data folder its provenance records. The
+    check reads the name, not the disk: a link the user placed in the folder (the READMEs' recipes link an image
+    folder) is followed.
     """
-    candidates = [root / sub / name for sub in subfolders]
-    return str(next((path for path in candidates if path.is_file()), candidates[0]))
+    if not isinstance(name, str) or not name.strip():
+        return None, ""
+    if os.path.isabs(name) or os.path.normpath(name).split(os.sep)[0] == "..":
+        return None, str(BadField(field, "is a path outside the data folder", detail=f"got {name!r}"))  # uncut
+    forms = dict.fromkeys([name, unicodedata.normalize("NFC", name), unicodedata.normalize("NFD", name)])
+    candidates = [root / sub / form for form in forms for sub in subfolders]
+    return str(next((path for path in candidates if path.is_file()), root / subfolders[0] / name)), ""
 
 
 def embedded_images(feature: Any) -> bool:

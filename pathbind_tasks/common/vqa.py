@@ -177,7 +177,7 @@ def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
                               "id": str(doc.get("id")), "cluster": doc.get("cluster"),
                               "condition": doc.get("condition", "image"),
                               "dimension": doc.get("dimension"), "source": doc.get("source"),
-                              "image_from": doc.get("image_from")}
+                              "image_from": doc.get("image_from"), "cluster_from": doc.get("cluster_from")}
     answers = every_response(results)
     record.update(_scored(doc, answers[0] if answers else "", record["id"]))
     if len(answers) > 1:

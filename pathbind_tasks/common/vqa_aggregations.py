@@ -23,6 +23,7 @@ from pathbind_tasks.common.clusters import cluster_keys
 from pathbind_tasks.common.conditions import ABLATION_CONDITIONS
 
 Records = list[Mapping]
+POINTS = (-100.0, 100.0)  # every interval here is of a percentage or a difference of two
 
 
 def _records_by_id(records: Iterable[Mapping], condition: str, dimension: str | None = None) -> dict[str, Mapping]:
@@ -50,6 +51,7 @@ def condition_accuracy(records: Records, condition: str = "image") -> float:
 
 
 UNPAIRED_CAUSES = ("data without the condition, a --limit that is not a multiple of the task's number of conditions, "
+                   "a swap with no item of the subset on another image, "
                    "or a condition skipped for this model (results['pathbind']['skipped_conditions'])")
 
 
@@ -111,14 +113,19 @@ def by_dimension(records: Records) -> dict[str, dict[str, float]]:
 
 
 def ci95(records: Records) -> dict[str, Any]:
-    """95% cluster-bootstrap intervals (2,000 resamples, seed 0; :mod:`pathbind_metrics.resampling`) of acc_image,
-    acc_text and mg over the items answered with and without the image (acc_image alone without a text
-    condition), of each ablation's drop, and of the same per diagnostic dimension. Each interval names what it
-    resampled (the task's cluster: by default the image), how many clusters and items, and its design effect."""
+    """95% cluster intervals (:mod:`pathbind_metrics.resampling`) of acc_image, acc_text and mg over the items
+    answered with and without the image (acc_image alone without a text condition), of each ablation's drop, and of
+    the same per diagnostic dimension. Each interval names what it resampled (the task's cluster: by default the
+    image), how many clusters and items, its design effect and a warning where clusters are few or one dominates;
+    ``by_dimension_adjustment`` says that the per-dimension intervals are not adjusted for their number."""
     intervals = _intervals(records)
     dimensions = sorted({str(r["dimension"]) for r in records if r.get("dimension")})
     if dimensions:
         intervals["by_dimension"] = {dimension: _intervals(records, dimension) for dimension in dimensions}
+        count = sum(len(found) for found in intervals["by_dimension"].values())
+        intervals["by_dimension_adjustment"] = (
+            f"none: each of the {count} per-dimension intervals holds 95% on its own, not jointly (about one in 20 "
+            "misses by chance); one on few clusters says so in its warning")
     return intervals
 
 
@@ -126,10 +133,10 @@ def _intervals(records: Records, dimension: str | None = None) -> dict[str, Any]
     """A task's condition set holds text (full), ablations, or the image alone: the intervals of what it ran."""
     image, text = _records_by_id(records, "image", dimension), _records_by_id(records, "text", dimension)
     if text:
-        return {"acc_image": _interval(image, text, rs.mean_of(0, 2, 100.0)),
-                "acc_text": _interval(image, text, rs.mean_of(1, 2, 100.0)),
+        return {"acc_image": _interval(image, text, rs.mean_of(0, 2, 100.0), proportion=100.0),
+                "acc_text": _interval(image, text, rs.mean_of(1, 2, 100.0), proportion=100.0),
                 "mg": _interval(image, text, rs.difference_of_means(0, 1, 2, 100.0))}
-    intervals = {"acc_image": _interval(image, image, rs.mean_of(0, 2, 100.0))}
+    intervals = {"acc_image": _interval(image, image, rs.mean_of(0, 2, 100.0), proportion=100.0)}
     for condition in ABLATION_CONDITIONS:
         ablated = _records_by_id(records, condition, dimension)
         if ablated:
@@ -137,13 +144,14 @@ def _intervals(records: Records, dimension: str | None = None) -> dict[str, Any]
     return intervals
 
 
-def _interval(image: dict[str, Mapping], other: dict[str, Mapping], statistic: rs.Statistic) -> dict[str, Any]:
-    """``statistic`` over the columns (correct with the image, correct under the other condition, 1) of the items
-    answered under both, resampled by cluster."""
+def _interval(image: dict[str, Mapping], other: dict[str, Mapping], statistic: rs.Statistic,
+              proportion: float | None = None) -> dict[str, Any]:
+    """``statistic`` (a percentage where ``proportion`` is 100) over the columns (correct with the image, correct
+    under the other condition, 1) of the items answered under both, over their clusters."""
     ids = sorted(image.keys() & other.keys())
     keys, cluster = cluster_keys([image[i] for i in ids])
     columns = [[float(image[i]["correct"]), float(other[i]["correct"]), 1.0] for i in ids]
-    return rs.cluster_interval(statistic, columns, keys, cluster=cluster)
+    return rs.cluster_interval(statistic, columns, keys, cluster=cluster, proportion=proportion, bounds=POINTS)
 
 
 REPLACEMENTS = ("blank", "swap_same", "swap_cross")  # the real image replaced by a blank or another item's image
@@ -174,7 +182,7 @@ def reliance(records: Records) -> dict[str, Any]:
     measures: dict[str, Any] = {}
     swaps = [c for c in SWAPS if c in replaced]
     if swaps:
-        measures["vrs"] = {c: _estimate(image, [replaced[c]], _vrs_columns) for c in swaps}
+        measures["vrs"] = {c: _estimate(image, [replaced[c]], _vrs_columns, proportion=None) for c in swaps}
     if replaced:
         measures["image_sensitivity"] = {c: _estimate(image, [found], _changed_columns)
                                          for c, found in replaced.items()}
@@ -186,22 +194,25 @@ def reliance(records: Records) -> dict[str, Any]:
 
 
 def _estimate(image: dict[str, Mapping], others: list[dict[str, Mapping]],
-              columns_of: Callable[[Mapping, list[Mapping]], list[float] | None]) -> dict[str, Any]:
+              columns_of: Callable[[Mapping, list[Mapping]], list[float] | None],
+              proportion: float | None = 100.0) -> dict[str, Any]:
     """The value and interval of ``mean(column 0)`` (percent) over the items answered under every condition, with
     the columns ``columns_of(image record, other records)`` gives (None: an item left out for an invalid answer)."""
     ids = sorted(set(image).intersection(*others))
     rows = {i: columns_of(image[i], [other[i] for other in others]) for i in ids}
     kept = [i for i in ids if rows[i] is not None]
     columns = [row for row in (rows[i] for i in kept) if row is not None]
-    return {**_percentage(columns, [image[i] for i in kept]), "invalid_left_out": len(ids) - len(kept)}
+    return {**_percentage(columns, [image[i] for i in kept], proportion), "invalid_left_out": len(ids) - len(kept)}
 
 
-def _percentage(columns: list[list[float]], records: list[Mapping]) -> dict[str, Any]:
-    """``{"value", "ci95"}`` of the percentage mean of column 0 over the items of ``records``, by cluster."""
+def _percentage(columns: list[list[float]], records: list[Mapping], proportion: float | None = 100.0) -> dict[str, Any]:
+    """``{"value", "ci95"}`` of the percentage mean of column 0 over the items of ``records``, by cluster (a
+    proportion's interval where ``proportion`` is 100; None for a difference such as VRS)."""
     keys, cluster = cluster_keys(records)
     statistic = rs.mean_of(0, 1, 100.0)
     value = float(statistic(np.asarray(columns).sum(axis=0))) if columns else math.nan
-    return {"value": value, "ci95": rs.cluster_interval(statistic, columns, keys, cluster=cluster)}
+    return {"value": value, "ci95": rs.cluster_interval(statistic, columns, keys, cluster=cluster,
+                                                        proportion=proportion, bounds=POINTS)}
 
 
 def _vrs_columns(image: Mapping, others: list[Mapping]) -> list[float]:

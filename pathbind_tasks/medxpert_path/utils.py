@@ -19,11 +19,12 @@ from PIL import Image
 
 from pathbind.layout import Layout
 from pathbind_tasks.common.accounting import drop
+from pathbind_tasks.common.images import image_problem, max_pixels, rgb_image
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     BadField,
     id_list,
-    image_path,
+    image_file,
     image_root,
     letter_answer,
     require,
@@ -84,12 +85,12 @@ def _row(doc_id: str, row: dict[str, Any], root: Path) -> dict[str, Any]:
     label = letter_answer(row["label"], 26)
     letter = chr(ord("A") + letters.index(label)) if label in letters else None
     names = row["images"] if isinstance(row["images"], list) else []
-    return {"id": doc_id, "image": _image([image_path(name, root, ("images", "")) for name in names
-                                          if isinstance(name, str)]),
-            "question": stem(text_or_empty(row["question"])),
+    files = [image_file(name, root, ("images", ""), field="images") for name in names]
+    image, image_error = _image([path for path, _ in files if path])
+    return {"id": doc_id, "image": image, "question": stem(text_or_empty(row["question"])),
             "options": [text_or_empty(choices[key]) for key in letters],
             "answer": letter or text_or_empty(row["label"]), "dimension": None, "source": DATASET,
-            "doc_error": _problem(row, choices)}
+            "doc_error": _problem(row, choices) or next((p for _, p in files if p), "") or image_error}
 
 
 def _problem(row: dict[str, Any], choices: dict[str, Any]) -> str:
@@ -104,20 +105,24 @@ def _problem(row: dict[str, Any], choices: dict[str, Any]) -> str:
     return text_problem(row, ("question", "label"))
 
 
-def _image(paths: list[str]) -> str | dict[str, Any] | None:
-    """One image file, or several pasted side by side (the schema holds one image per item). A file that is
-    absent or unreadable is passed on as its path, for the image check to report."""
+def _image(paths: list[str]) -> tuple[str | dict[str, Any] | None, str]:
+    """``(image, problem)``: one image file (checked with every other item's image), or several pasted side by side
+    (the schema holds one image per item), each read by the image rules of a single image (:mod:`images`: 16-bit
+    depth, EXIF orientation, no truncated file); the first that fails them is the item's problem, naming which."""
     if len(paths) <= 1:
-        return paths[0] if paths else None
-    try:
-        return {"bytes": montage([Image.open(path) for path in paths]), "path": None}
-    except Exception:  # pass on the first bad file: the image check names it
-        return next((path for path in paths if not Path(path).is_file()), paths[0])
+        return (paths[0] if paths else None), ""
+    limit = max_pixels()
+    for k, path in enumerate(paths, 1):
+        problem = image_problem({"bytes": None, "path": path}, limit)
+        if problem:  # "<reason> (<detail>)": which image goes into the detail, so the reason stays one count
+            which = f"image {k} of {len(paths)}"
+            return None, problem.replace(" (", f" ({which}: ", 1) if " (" in problem else f"{problem} ({which})"
+    return {"bytes": montage([rgb_image(path) for path in paths]), "path": None}, ""
 
 
 def montage(images: Sequence[Image.Image], *, height: int = 768, gap: int = 16) -> bytes:
-    """PNG of the images in order, left to right at a common height, on white."""
-    scaled = [image.convert("RGB").resize((max(1, round(image.width * height / image.height)), height))
+    """PNG of the 8-bit RGB images in order, left to right at a common height, on white."""
+    scaled = [image.resize((max(1, round(image.width * height / image.height)), height))
               for image in images]
     canvas = Image.new("RGB", (sum(i.width for i in scaled) + gap * (len(scaled) - 1), height), (255, 255, 255))
     x = 0

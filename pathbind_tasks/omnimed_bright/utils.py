@@ -9,7 +9,7 @@ relative to the OmniMedVQA root (``Images/<dataset>/...``). One release file spe
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 import datasets
@@ -19,7 +19,7 @@ from pathbind_tasks.common.accounting import drop
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     id_list,
-    image_path,
+    image_file,
     image_root,
     require,
     rows_to_docs,
@@ -38,6 +38,7 @@ OPTION_KEYS = ("option_A", "option_B", "option_C", "option_D")
 FEATURES = with_doc_error(MCQ_FEATURES)
 MICROSCOPY = "Microscopy Images"  # OmniMedVQA's modality_type of light-microscopy (bright-field) images
 # image_path ("Images/<dataset>/...") resolves in the folder or in an OmniMedVQA/ copy of the release in it.
+IMAGE_FOLDERS = ("", "OmniMedVQA")
 LAYOUT = Layout(data=("test.json",), images=("Images/", "OmniMedVQA/Images/"),
                 readme="pathbind_tasks/omnimed_bright/README.md")
 ID_LIST = "question_ids.txt"  # optional, beside the data: one question_id per line replaces the modality rule
@@ -71,12 +72,23 @@ def _row(doc_id: str, row: dict[str, Any], root: Path) -> dict[str, Any]:
     present = [key for key in OPTION_KEYS if row.get(key) is not None]
     options = [text_or_empty(row[key]).strip() for key in present]
     letter = text_answer(row["gt_answer"], options)
-    image = row["image_path"]
-    return {"id": doc_id, "image": image_path(image, root, ("", "OmniMedVQA")) if isinstance(image, str) and image
-            else None, "question": text_or_empty(row["question"]).strip(), "options": options,
+    image, path_problem = image_file(row["image_path"], root, IMAGE_FOLDERS, field="image_path")
+    return {"id": doc_id, "image": image, "question": text_or_empty(row["question"]).strip(), "options": options,
             "answer": letter or text_or_empty(row["gt_answer"]), "dimension": None,
             "source": f"{DATASET}/{row['dataset']}" if isinstance(row.get("dataset"), str) else DATASET,
-            "doc_error": text_problem(row, ("question", "gt_answer", *present))}
+            "doc_error": text_problem(row, ("question", "gt_answer", *present)) or path_problem
+            or undistributed(row["image_path"], root)}
+
+
+def undistributed(image: Any, root: Path) -> str:
+    """Why an image cannot be there ("" when it may): its dataset's folder ``Images/<dataset>/`` is absent, as for
+    every Restricted-access dataset, whose QA records OmniMedVQA ships without their images."""
+    parts = PurePosixPath(image).parts if isinstance(image, str) else ()
+    if len(parts) < 3 or parts[0] != "Images" or any((root / sub / parts[0] / parts[1]).is_dir()
+                                                     for sub in IMAGE_FOLDERS):
+        return ""
+    return (f"image folder of its dataset is absent ({parts[0]}/{parts[1]}/ in {root}; OmniMedVQA distributes no "
+            f"images of its Restricted-access datasets: write only QA_information/Open-access into test.json)")
 
 
 full, image_only, ablation = condition_sets(convert)

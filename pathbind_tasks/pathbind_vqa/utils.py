@@ -17,7 +17,7 @@ from pathbind_tasks.common.raw import (
     BadField,
     embedded_docs,
     embedded_images,
-    image_path,
+    image_file,
     image_root,
     letter_answer,
     optional_text,
@@ -59,10 +59,10 @@ def make_converter(data_name: str, label: str) -> Callable[[datasets.Dataset], d
         if embedded_images(dataset.features["image"]):
             return embedded_docs(dataset, range(len(dataset)), columns, FEATURES)
         root = image_root(data_name, dataset=label)
-        images = [image_path(str(name or ""), root, ("", "images")) for name in dataset["image"]]
+        files = [image_file(name, root, ("", "images")) for name in dataset["image"]]
         rows = [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
-        return rows_to_docs([{**row, "image": image} for row, image in zip(rows, images, strict=True)], FEATURES,
-                            dataset=label)
+        return rows_to_docs([{**row, "image": image, "doc_error": row["doc_error"] or problem}
+                             for row, (image, problem) in zip(rows, files, strict=True)], FEATURES, dataset=label)
 
     return convert
 

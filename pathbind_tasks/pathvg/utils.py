@@ -23,9 +23,9 @@ from loguru import logger
 from pathbind.data import override_dir
 from pathbind.layout import Layout
 from pathbind_tasks.common.accounting import close, counting, read_rows, without_faults
-from pathbind_tasks.common.box_rows import require_rows
+from pathbind_tasks.common.box_rows import bbox, pixels, require_rows
 from pathbind_tasks.common.grounding import process_docs
-from pathbind_tasks.common.raw import BadField, image_root, require, text_field, unique_ids, unpacked
+from pathbind_tasks.common.raw import BadField, image_file, image_root, require, text_field, unique_ids, unpacked
 
 DATA_NAME = "pathvg"  # $PATHBIND_DATA/pathvg/ holds the release files
 RECORD_FIELDS = ("image", "bbox", "bbox_id", "height", "width", "expression")
@@ -52,13 +52,21 @@ def expressions(records: list[dict[str, Any]], split: str) -> list[dict[str, Any
     for record in records:
         value = record.get("expression")
         texts = value if isinstance(value, list) and value else [value]
-        for k, expression in enumerate(texts):
+        for k, expression in enumerate(map(unbracketed, texts)):
             items.append({**record, "id": f"{split}-{record.get('bbox_id')}-{k}", "split": split,
                           "expression": expression if isinstance(expression, str) else None,
                           "doc_error": expression_problem(value, expression)})
     for item, unique in zip(items, unique_ids([item["id"] for item in items], dataset="PathVG"), strict=True):
         item["id"] = unique
     return items
+
+
+def unbracketed(expression: Any) -> Any:
+    """The expression as the official ``json2pt.py`` asks it: a text wrapped in square brackets
+    (``"[the cluster of ...]"``) without them and the spaces inside them; anything else as it is."""
+    if isinstance(expression, str) and expression.startswith("[") and expression.endswith("]"):
+        return expression[1:-1].strip()
+    return expression
 
 
 def expression_problem(value: Any, expression: Any) -> str:
@@ -94,10 +102,27 @@ def pathvg_docs(split: str, *, expressions_only: bool = False) -> Callable[[data
 
 
 def _grounding_docs(items: list[dict[str, Any]]) -> datasets.Dataset:
+    """The items' documents, ``image`` the record's file under the images' folder (a missing one is dropped by the
+    image check, naming it; one outside the folder is never read, its item dropped)."""
     root = image_folder()
+    files = [image_file(item.get("image"), root) for item in items]
+    items = [_typed({**item, "doc_error": item["doc_error"] or problem}) for item, (_, problem) in
+             zip(items, files, strict=True)]
     columns = {name: [item[name] for item in items] for name in FEATURES if name != "image"}
-    columns["image"] = [{"path": _image_file(root, item.get("image")), "bytes": None} for item in items]
+    columns["image"] = [{"path": path, "bytes": None} if path else None for path, _ in files]
     return datasets.Dataset.from_dict(columns, features=FEATURES)
+
+
+def _typed(item: dict[str, Any]) -> dict[str, Any]:
+    """The item with box fields the documents' number columns can hold: a box or side of another type (a text, an
+    object) is the item's ``doc_error``, named as the row check names it, and stored as null."""
+    try:
+        bbox(item.get("bbox"))
+        pixels(item.get("width"), "width")
+        pixels(item.get("height"), "height")
+    except BadField as exc:
+        return {**item, "doc_error": item["doc_error"] or str(exc), "bbox": None, "width": None, "height": None}
+    return item
 
 
 def image_folder() -> Path:
@@ -113,11 +138,6 @@ def image_folder() -> Path:
         return unpacked(root / f"{IMAGES}.zip")
     raise FileNotFoundError(f"PathVG: neither {root / IMAGES}/ nor {root / IMAGES}.zip (the release's images) "
                             f"exists; see pathbind_tasks/pathvg/README.md")
-
-
-def _image_file(root: Path, image: Any) -> str | None:
-    """The record's image: ``image`` under ``root``; a missing file is dropped by the image check, naming it."""
-    return str(root / image) if isinstance(image, str) and image else None
 
 
 def _check_count(n_items: int, split: str) -> None:

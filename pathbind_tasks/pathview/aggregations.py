@@ -98,6 +98,7 @@ def _f1_columns(records: Records) -> tuple[np.ndarray, rs.Statistic]:
 
 
 _REFUSED = _rate(lambda r: 1.0 if r["outcome"] == "refused" else 0.0)
+PROPORTIONS = ("accuracy", "srr", "false_refusal_rate")  # rates of yes/no outcomes: a proportion's interval
 # The headline of each kind (by the "kind" its records carry) and its refusal rate, as the metrics above define them.
 INTERVALS: dict[str, dict[str, Callable[[Records], tuple[np.ndarray, rs.Statistic]]]] = {
     "pathview_grounding": {"dice": _rate(lambda r: float(r["dice"]) if _answered(r) else 0.0)},
@@ -110,7 +111,7 @@ INTERVALS: dict[str, dict[str, Callable[[Records], tuple[np.ndarray, rs.Statisti
 
 
 def ci95(records: Records) -> dict[str, Any]:
-    """95% cluster-bootstrap intervals (:mod:`pathbind_metrics.resampling`) of the task's headline and its refusal
+    """95% cluster intervals (:mod:`pathbind_metrics.resampling`) of the task's headline and its refusal
     rate (``srr`` on traps, ``false_refusal_rate`` elsewhere), resampling the task's clusters (by default the
     images; PathView asks several questions of one slide or region)."""
     ordered = sorted(records, key=lambda r: str(r["id"]))
@@ -123,5 +124,8 @@ def ci95(records: Records) -> dict[str, Any]:
         kept = [r for r in ordered if name != "macro_f1" or r["reference"] is not None]
         keys, cluster = cluster_keys(kept)
         columns, statistic = columns_of(kept)
-        intervals[name] = rs.cluster_interval(statistic, columns, keys, cluster=cluster)
+        proportion = 100.0 if name in PROPORTIONS else None
+        bounds = (0.0, math.inf if name == "mae" else 100.0)
+        intervals[name] = rs.cluster_interval(statistic, columns, keys, cluster=cluster, proportion=proportion,
+                                              bounds=bounds)
     return intervals

@@ -29,7 +29,7 @@ from pathbind_tasks.common.raw import (
     BadField,
     embedded_docs,
     embedded_images,
-    image_path,
+    image_file,
     image_root,
     require,
     rows_to_docs,
@@ -198,10 +198,13 @@ def converter(kind_name: str, frame: str = "pixel") -> Callable[[datasets.Datase
         require(dataset.column_names, ("id", "image", "question", *kind.columns), dataset=LABEL, folder="pathview")
         box_rows.require_rows(dataset, LABEL)
         embedded = embedded_images(dataset.features["image"])
-        images = None if embedded else [image_path(str(name or ""), image_root(DATA_NAME, dataset=LABEL),
-                                                   ("", "images")) for name in dataset["image"]]
+        root = None if embedded else image_root(DATA_NAME, dataset=LABEL)
+        files = None if root is None else [image_file(name, root, ("", "images")) for name in dataset["image"]]
+        images = None if files is None else [path for path, _ in files]
         rows = dataset.remove_columns("image").to_list()
         docs = _documents(dataset, rows, kind, box_frame, images)
+        for doc, (_, problem) in zip(docs, files or [], strict=False):
+            doc["doc_error"] = doc["doc_error"] or problem
         columns = {"id": unique_ids([str(row["id"]) for row in rows], dataset=LABEL),
                    **{name: [doc[name] for doc in docs] for name in FEATURES if name not in ("id", "image")}}
         if images is None:
@@ -213,7 +216,7 @@ def converter(kind_name: str, frame: str = "pixel") -> Callable[[datasets.Datase
 
 
 def _documents(dataset: datasets.Dataset, rows: list[dict[str, Any]], kind: Kind, frame: str | None,
-               paths: list[str] | None) -> list[dict[str, Any]]:
+               paths: list[str | None] | None) -> list[dict[str, Any]]:
     """Each row's document; boxes are checked against the image's size, read from its header (embedded, or the
     file at ``paths``) without decoding it; a malformed row keeps its problem in ``doc_error``."""
     if not kind.has_boxes:

@@ -18,12 +18,13 @@ from loguru import logger
 
 from pathbind.data import override_dir
 from pathbind.layout import Layout
-from pathbind_tasks.common.accounting import drop
+from pathbind_tasks.common.accounting import drop, fault_reason
 from pathbind_tasks.common.raw import (
     YES_NO_FEATURES,
+    BadField,
     embedded_docs,
     embedded_images,
-    image_path,
+    image_file,
     image_root,
     require,
     rows_to_docs,
@@ -44,8 +45,9 @@ IMAGE_FOLDERS = ("images", "quilt_vqa/images", "")  # where the release's script
 COLUMNS = ("image", "question", "answer", "answer_type")
 CLOSED = "CLOSED"
 FEATURES = with_doc_error(YES_NO_FEATURES)
+# The official evaluation's JSON and image files, or the hub's test split as one parquet file, images embedded.
 LAYOUT = Layout(data=("quiltvqa_test_w_ans.json",), images=("images/", "quilt_vqa/images/", ARCHIVE),
-                readme="pathbind_tasks/quilt_vqa/README.md")
+                readme="pathbind_tasks/quilt_vqa/README.md", embedded=("test.parquet",))
 UNLABELLED = "closed-ended item without a yes/no label (no yes_no_answer, and the answer is not yes or no)"
 
 
@@ -53,6 +55,14 @@ def closed_label(answer: Any, yes_no_answer: Any = None, *, has_label_field: boo
     """"yes"/"no" for a closed-ended item: its ``yes_no_answer`` where the data has that field, else the
     answer when it is exactly yes or no (the official evaluation's rule); None when neither settles it."""
     return yes_no(yes_no_answer) if has_label_field else yes_no(answer)
+
+
+def label_problem(value: Any) -> tuple[str, str]:
+    """Why a closed item's ``yes_no_answer`` is no label, and the value to show: an invalid value ("maybe") is
+    named as such; a missing one (or no such field) is UNLABELLED."""
+    if isinstance(value, str) and value.strip():
+        return fault_reason(str(BadField("yes_no_answer", "is not yes or no", value))), value
+    return UNLABELLED, ""
 
 
 def convert(dataset: datasets.Dataset) -> datasets.Dataset:
@@ -66,9 +76,10 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     labels = {i: closed_label(rows[i]["answer"], rows[i].get("yes_no_answer"), has_label_field=has_label_field)
               for i in closed}
     keep = [i for i in closed if labels[i]]
+    for i in (i for i in closed if not labels[i]):
+        reason, value = label_problem(rows[i].get("yes_no_answer") if has_label_field else None)
+        drop(reason, example=f"'quilt_vqa-{rows[i].get('id', i)}'" + (f": {value!r:.80}" if value else ""))
     if len(keep) < len(closed):
-        unlabelled = next(i for i in closed if not labels[i])
-        drop(UNLABELLED, len(closed) - len(keep), example=f"'quilt_vqa-{rows[unlabelled].get('id', unlabelled)}'")
         logger.warning(f"{DATASET}: {len(closed) - len(keep)} of {len(closed)} closed-ended items have no yes/no label "
                        f"and are dropped ({'yes_no_answer' if has_label_field else 'the answer'} is not yes or no)")
     ids = unique_ids([f"quilt_vqa-{rows[i].get('id', i)}" for i in keep], dataset=DATASET)
@@ -79,8 +90,10 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
         return embedded_docs(dataset, keep, columns, FEATURES)
     root = image_folder()
     names = dataset["image"]
-    docs = [{"image": image_path(names[i], root, IMAGE_FOLDERS) if isinstance(names[i], str) and names[i] else None,
-             **{name: values[n] for name, values in columns.items()}} for n, i in enumerate(keep)]
+    files = [image_file(names[i], root, IMAGE_FOLDERS) for i in keep]
+    columns["doc_error"] = [problem or path_problem for problem, (_, path_problem) in
+                            zip(columns["doc_error"], files, strict=True)]
+    docs = [{"image": files[n][0], **{name: values[n] for name, values in columns.items()}} for n in range(len(keep))]
     return rows_to_docs(docs, FEATURES, dataset=DATASET)
 
 

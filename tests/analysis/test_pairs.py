@@ -13,6 +13,7 @@ import pytest
 from conftest import BIN, run
 
 from pathbind.provenance import fingerprint
+from pathbind_analysis.pairs import adjust
 from pathbind_metrics.pairs import paired_delta, ranking_agreement
 
 
@@ -36,14 +37,40 @@ def planted_runs(seed: int, delta_mg: float, n_images: int = 40, per_image: int 
 def test_a_planted_change_in_gain_is_detected_and_none_is_not_over_seeds():
     """Over 100 seeds: a planted ΔMG (about 25 points) is found nearly always; without one, the test's rejections
     stay at its 5% level; and the interval resamples the 40 images, not the 200 questions."""
-    found = [paired_delta(*planted_runs(seed, 1.5), cluster="image", scale=100, n_resamples=200,
-                          n_permutations=400, seed=seed)["p"] <= 0.05 for seed in range(100)]
-    false = [paired_delta(*planted_runs(seed, 0.0), cluster="image", scale=100, n_resamples=200,
-                          n_permutations=400, seed=seed)["p"] <= 0.05 for seed in range(100)]
+    found = [paired_delta(*planted_runs(seed, 1.5), cluster="image", scale=100, n_permutations=400,
+                          seed=seed)["p"] <= 0.05 for seed in range(100)]
+    false = [paired_delta(*planted_runs(seed, 0.0), cluster="image", scale=100, n_permutations=400,
+                          seed=seed)["p"] <= 0.05 for seed in range(100)]
     assert np.mean(found) >= 0.9 and np.mean(false) <= 0.05 + 0.03  # binomial SE at 100 seeds: 0.022
     result = paired_delta(*planted_runs(0, 1.5), cluster="image", scale=100)
     assert result["ci95"]["clusters"] == 40 and result["ci95"]["items"] == result["n"] == 200
     assert result["ci95"]["low"] <= result["delta"] <= result["ci95"]["high"] and result["ci95"]["design_effect"] > 1
+    assert result["ci95"]["method"] == "inverted cluster sign-flip test" and result["ci95"]["warning"] == ""
+
+
+def test_interval_and_p_value_agree_and_few_clusters_say_no_test_can_reject():
+    """Under the null on 8 images of unequal size the interval excludes 0 exactly when p <= 0.05 (a percentile
+    bootstrap excluded it in 16-22% of such data sets); all five images improving by 100 points gives p = 2/2^5,
+    no bounds, and says why."""
+    rng = np.random.default_rng(8)
+    for seed in range(40):
+        sizes = rng.integers(1, 9, 8)
+        keys = np.repeat(np.arange(8), sizes).tolist()
+        diff = (rng.random(len(keys)) < 0.5).astype(float) - (rng.random(len(keys)) < 0.5)
+        result = paired_delta(diff, keys, cluster="image", scale=100, seed=seed)
+        assert (result["p"] <= 0.05) == (not result["ci95"]["low"] <= 0 <= result["ci95"]["high"])
+    five = paired_delta([1.0] * 5, list("abcde"), cluster="image", scale=100)
+    assert five["delta"] == 100 and five["p"] == 2 / 2**5 and math.isnan(five["ci95"]["low"])
+    assert "no test can reach p <= 0.05 with 5 image clusters (the smallest two-sided sign-flip p is 2/2^5" \
+        in five["ci95"]["warning"]
+
+
+def test_holm_spans_every_pair_of_an_invocation():
+    """Four pairs of two measures each: eight tests, one family, named."""
+    rows = [{"general": f"g{i}", "tuned": f"t{i}", "p": p} for i in range(4) for p in (0.01, 0.2)]
+    family = adjust(rows, "this invocation")
+    assert [row["p_holm"] for row in rows[:2]] == pytest.approx([0.08, 0.8])
+    assert family == "the 8 tests of this invocation (4 pairs × their tasks and measures)"
 
 
 def test_nan_differences_are_left_out_and_ranking_agreement():
@@ -93,17 +120,20 @@ def strict_json(text: str):
 def test_pairs_compares_clustered_and_refuses_what_cannot_be_paired(demo_control, demo_blind, tmp_path):
     """The blind control against the positive control: ΔMG is negative with an interval below 0 and a Holm-adjusted
     p under 0.05; --json is strict. Refused, each in one line: runs on different data, runs that evaluated
-    different items, a grounding task given as the VQA task. A run with no data record is compared, with a warning."""
+    different items, a grounding task given as the VQA task, an empty sample log. A run with no data record is
+    compared, with a warning."""
     control, blind = demo_control["out"], demo_blind["out"]
 
     def pairs(general: Path, tuned: Path, *extra: str):
         return run([str(BIN / "pathbind"), "pairs", f"{general}:{tuned}", "--vqa-task", "pathbind_demo_vqa",
                     "--vqa-task", "pathbind_demo_yesno", "--grounding-task", "pathbind_demo_grounding",
-                    "--n-resamples", "200", "--n-permutations", "400", *extra], cwd=tmp_path)
+                    "--n-permutations", "400", *extra], cwd=tmp_path)
 
     done = pairs(control, blind, "--json")
     assert done.returncode == 0 and "warning" not in done.stderr, done.stderr[-2000:]
-    rows = {(row["task"], row["measure"]): row for row in strict_json(done.stdout)["pairs"]}
+    output = strict_json(done.stdout)
+    rows = {(row["task"], row["measure"]): row for row in output["pairs"]}
+    assert output["holm_family"].endswith("tests of this invocation (1 pair × their tasks and measures)")
     assert set(rows) == {(task, measure) for task in ("pathbind_demo_vqa", "pathbind_demo_yesno")
                          for measure in ("ΔAcc", "ΔMG")} | {("pathbind_demo_grounding", m) for m in ("ΔIoU", "ΔRecall")}
     mg = rows[("pathbind_demo_vqa", "ΔMG")]
@@ -141,3 +171,8 @@ def test_pairs_compares_clustered_and_refuses_what_cannot_be_paired(demo_control
     warned = pairs(control, older)
     assert warned.returncode == 0 and "ΔMG" in warned.stdout and "P (HOLM)" in warned.stdout
     assert f"pathbind pairs: warning: {older} has no record of the data task pathbind_demo_vqa read" in warned.stderr
+
+    empty = edited_run(blind, tmp_path / "empty", lambda text: "", "*_samples_pathbind_demo_vqa.jsonl")
+    refused = pairs(control, empty)
+    assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1, refused.stderr
+    assert "_samples_pathbind_demo_vqa.jsonl: the sample log of task 'pathbind_demo_vqa' is empty" in refused.stderr

@@ -64,7 +64,7 @@ def test_no_placeholder_in_a_pathbind_run(demo_blind):
 
 
 def _pairs(general: Path, tuned: Path, *options: str) -> list[dict]:
-    done = run([str(BIN / "pathbind"), "pairs", f"{general}:{tuned}", *options, "--json", "--n-resamples", "200",
+    done = run([str(BIN / "pathbind"), "pairs", f"{general}:{tuned}", *options, "--json",
                 "--n-permutations", "200"], cwd=general.parent)
     assert done.returncode == 0, done.stderr
     return [{k: v for k, v in row.items() if k not in ("general", "tuned")} for row in json.loads(done.stdout)["pairs"]]

@@ -343,10 +343,12 @@ RESULTS = {
 
 
 def test_the_table_keeps_scalars_and_names_the_structured_metrics_without_touching_the_results():
-    """The console table gets a copy with scalar metrics only; the results themselves keep every figure."""
+    """The console table gets a copy with scalar metrics only, a task that evaluated 4 of its 60 rows flagged
+    beside its name; the results themselves keep every figure."""
     before = copy.deepcopy(RESULTS)
     shown, left_out = scalar_view(RESULTS)
-    assert shown["results"]["pathbind_demo_vqa"] == {"alias": "pathbind_demo_vqa", "acc_image,none": 100.0,
+    assert shown["results"]["pathbind_demo_vqa"] == {"alias": "pathbind_demo_vqa [4 of 60 evaluated]",
+                                                     "acc_image,none": 100.0,
                                                      "acc_image_stderr,none": "N/A"}
     assert left_out == ["accounting", "by_dimension", "ci95"]
     assert before == RESULTS  # unchanged

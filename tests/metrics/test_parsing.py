@@ -192,13 +192,14 @@ SELF_CORRECTED_YES_NO = [
     "The answer is no. Actually, it is yes.", "Yes. Wait, no.", "No. On second thought, yes.",
     "No, I mean yes.", "The answer is yes. Sorry, make that no.", "Yes. Hmm, I was wrong: it is no.",
     "No. Correction: the answer is yes.", "Yes, scratch that, no.", "是的。不对，不是。", "Yes, but actually no.",
-    "<answer>No. Actually, it is yes.</answer>",
+    "<answer>No. Actually, it is yes.</answer>", "No - sorry, yes.", "Yes — hmm, no.", "no... yes",
 ]
 SELF_CORRECTED_CHOICE = [
     "A. Actually, B.", "The answer is A. Wait, it should be C.", "Answer: B. Sorry, I mean D.",
     "(A) I was wrong, (C).", "Answer: A. Scratch that: D", "I think it is B. Actually, C.",
     "A. On second thought, C is correct.", "Answer: C. Let me reconsider... it is A.", "B. Make that D.",
     "<answer>A. Actually, B.</answer>", "Answer: B. Actually, Lymphoma.",
+    "I would say A, no wait, D.", "B... actually C", "Answer: A - ugh, C.", "(B) hmm, (D)", "A; hold on; C",
 ]
 
 
@@ -219,6 +220,9 @@ def test_a_self_corrected_choice_names_both_options(text: str) -> None:
     ("Yes, the glands are well formed. Actually, no malignancy is seen.", "yes"),
     ("B. Actually, B is correct.", "B"), ("Answer: B. Actually, the glands show atypia.", "B"),
     ("Answer: B. Actually, option B is right because C is wrong.", "B"), ("B. Actually, I think it is B.", "B"),
+    ("A. Because the nuclei are not B's and C is wrong.", "A"), ("Answer: D. B-cell markers are negative.", "D"),
+    ("No, there is no malignancy.", "no"), ("Yes. No atypia, no mitoses are seen.", "yes"),
+    ("Answer: C. T and B cells surround it.", "C"), ('"Yes"', "yes"),
 ])
 def test_a_correction_that_repeats_the_answer_or_names_none_keeps_it(text: str, expected: str) -> None:
     """"Actually" before the same answer, or before no answer at all, is no second answer."""

@@ -360,9 +360,13 @@ def test_every_bad_row_is_evaluated_or_dropped_with_its_reason_through_lmms_eval
     for task, conditions in (("pathbind_vqa", ("image", "text")), ("pathbind_vqa_ablation", ABLATIONS)):
         assert metric(result, task, "accounting") == {"rows": len(rows), "evaluated": len(ids), "dropped": dropped}
         logged = records(result["out"], task)
-        assert {r["id"] for r in logged} == ids and len(logged) == len(ids) * len(conditions)
+        # No swap onto an item's own image: "ok" (alone in D2) has no swap_same, and the five D1 items on its
+        # image have no swap_cross.
+        unswapped = 6 if task == "pathbind_vqa_ablation" else 0
+        assert {r["id"] for r in logged} == ids and len(logged) == len(ids) * len(conditions) - unswapped
         image = [r for r in logged if r["condition"] == "image"]
         assert metric(result, task, "acc_image") == pytest.approx(100 * np.mean([r["correct"] for r in image]))
         assert all(r["valid"] for r in image) and metric(result, task, "invalid_rate") == 0
     swaps = [r for r in records(result["out"], "pathbind_vqa_ablation") if r["condition"].startswith("swap_")]
     assert swaps and {r["image_from"] for r in swaps} <= ids
+    assert all(r["cluster_from"] != r["cluster"] for r in swaps)

@@ -84,6 +84,10 @@ def test_dimensions_and_confidence_intervals_are_reported(demo_control):
     assert ci["mg"]["low"] <= metric(demo_control, "pathbind_demo_vqa", "mg") <= ci["mg"]["high"]
     assert ci["mg"]["low"] > 30 and ci["mg"]["cluster"] == "image" and ci["mg"]["items"] == 60
     assert set(ci["by_dimension"]) == set(table) and ci["by_dimension"]["D1"]["acc_image"]["items"] == 10
+    # 60 of 60 right is Clopper–Pearson's [94.0, 100], not the certainty [100, 100]
+    assert 93 < ci["acc_image"]["low"] < 95 and ci["acc_image"]["high"] == 100 and ci["acc_image"]["warning"] == ""
+    assert ci["by_dimension"]["D1"]["mg"]["warning"] == "only 10 image clusters (< 20)"
+    assert ci["by_dimension_adjustment"].startswith("none: each of the 18 per-dimension intervals holds 95% on its own")
 
 
 @pytest.mark.parametrize("task", VQA_TASKS)

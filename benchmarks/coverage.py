@@ -1,0 +1,198 @@
+"""Coverage of every cluster interval and null rejection rate of every paired test, on simulated data with known
+truth, at 3, 5, 10, 20 and 50 clusters (images) of equal, lognormal and two-dominant sizes.
+
+Answers are 0/1 with intra-image correlation 0.3 (each image's rate Beta-distributed); with two dominant images
+(60 questions each among images of 1–5) the big images are also harder (rate 0.3 lower), so a miss would fall on
+one side. Checked, each over ``reps`` data sets (seeded):
+
+- ``mean``: :func:`mean_interval` of the accuracy (jackknife SE × Bell–McCaffrey t), beside the percentile cluster
+  bootstrap it replaced (``percentile_bootstrap``, the baseline, same data);
+- ``proportion``, ``proportion_near_100``: the Korn–Graubard interval of an accuracy near 50% and near 97%;
+- ``difference``: the interval of a difference of two accuracies over the same items (MG, a drop);
+- ``paired``: :func:`paired_delta`'s inverted sign-flip interval of a mean paired difference;
+- ``design_effect``: the mean reported design effect over the true one (the variance of the estimate across
+  data sets over its variance were the items independent): it holds when not understated (the jackknife reads
+  high, conservatively, where a few images dominate);
+- null rejection rates: ``sign_flip`` (two models with the same answer rates) and ``holm_family`` (four pairs ×
+  two measures under a global null, any Holm-adjusted p <= 0.05: the family-wise error).
+
+An interval holds when its coverage is at least 0.95 less 3 Monte Carlo SEs, a test when its rate is at most 0.05
+plus 3 SEs. A case where no answer can exist is refused with its reason (with 5 clusters or fewer no sign-flip
+test reaches 0.05). Prints one JSON line. Run: python benchmarks/coverage.py [--reps N] [--seed S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from pathbind_metrics import resampling as rs
+from pathbind_metrics.pairs import paired_delta
+
+CLUSTERS = (3, 5, 10, 20, 50)
+SIZES = ("equal", "lognormal", "two_dominant")
+ICC = 0.3
+LEVEL, ALPHA = 0.95, 0.05
+PAIRS, MEASURES = 4, 2  # the Holm family of a `pathbind pairs` run on four pairs
+
+
+def cluster_sizes(kind: str, count: int, rng: np.random.Generator) -> np.ndarray:
+    if kind == "equal":
+        return np.full(count, 6)
+    if kind == "lognormal":
+        return np.maximum(1, np.round(np.exp(rng.normal(math.log(4), 1.0, count)))).astype(int)
+    sizes = rng.integers(1, 6, count)
+    sizes[:2] = 60
+    return sizes
+
+
+def rates(mean: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Per-image answer rates around ``mean`` with intra-image correlation ICC (beta-binomial)."""
+    spread = 1 / ICC - 1
+    return rng.beta(mean * spread, (1 - mean) * spread)
+
+
+def answers(sizes: np.ndarray, mean: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    return (rng.random(sizes.sum()) < np.repeat(rates(mean, rng), sizes)).astype(float)
+
+
+class Setting:
+    """One data set generator: ``count`` images of ``kind`` sizes (drawn once per data set)."""
+
+    def __init__(self, kind: str, count: int, rng: np.random.Generator) -> None:
+        self.kind, self.count, self.rng = kind, count, rng
+
+    def draw(self, mean: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+        """Sizes, cluster keys, per-image mean rates and the item-weighted truth."""
+        sizes = cluster_sizes(self.kind, self.count, self.rng)
+        means = np.full(self.count, mean)
+        if self.kind == "two_dominant":
+            means[:2] -= 0.3
+        keys = np.repeat(np.arange(self.count), sizes)
+        return sizes, keys, means, float((means * sizes).sum() / sizes.sum())
+
+
+def _percentile(y: np.ndarray, keys: np.ndarray, seed: int) -> tuple[float, float]:
+    """The replaced interval: percentile bootstrap over clusters (1,000 resamples)."""
+    totals = rs.cluster_totals(np.column_stack([y, np.ones(y.size)]), keys)
+    draws = rs.resampled(rs.mean_of(0, 1), totals, 1000, seed)
+    low, high = np.percentile(draws[np.isfinite(draws)], [2.5, 97.5])
+    return float(low), float(high)
+
+
+def coverage_table(reps: int = 400, seed: int = 0) -> dict[str, Any]:
+    """Per setting ``"<sizes>/<clusters>"``: each interval's coverage and each test's null rejection rate, with
+    whether it holds; ``"holds"``: all of them do (refused cases aside)."""
+    table: dict[str, Any] = {}
+    for kind in SIZES:
+        for count in CLUSTERS:
+            rng = np.random.default_rng((seed, SIZES.index(kind), count))
+            table[f"{kind}/{count}"] = _setting(Setting(kind, count, rng), reps)
+    verdicts = [check["holds"] for row in table.values() for check in row.values() if "holds" in check]
+    return {"reps": reps, "seed": seed, "level": LEVEL, "holds": all(verdicts), "settings": table}
+
+
+def _setting(setting: Setting, reps: int) -> dict[str, Any]:
+    hits: dict[str, list[bool | None]] = {name: [] for name in ("mean", "percentile_bootstrap", "proportion",
+                                                         "proportion_near_100", "difference", "paired")}
+    rejections: dict[str, list[bool]] = {"sign_flip": [], "holm_family": []}
+    estimates, effects, item_variances = [], [], []
+    for rep in range(reps):
+        sizes, keys, means, truth = setting.draw(0.5)
+        y = answers(sizes, means, setting.rng)
+        interval = rs.mean_interval(y, keys.tolist(), cluster="image")
+        hits["mean"].append(interval["low"] <= truth <= interval["high"])
+        low, high = _percentile(y, keys, rep)
+        hits["percentile_bootstrap"].append(low <= truth <= high)
+        proportion = rs.mean_interval(y, keys.tolist(), cluster="image", proportion=1.0)
+        hits["proportion"].append(proportion["low"] <= truth <= proportion["high"])
+        estimates.append(y.mean())
+        effects.append(interval["design_effect"])
+        item_variances.append(y.var(ddof=1) / y.size)
+
+        sizes, keys, means, truth = setting.draw(0.97)
+        near = rs.mean_interval(answers(sizes, means, setting.rng), keys.tolist(), cluster="image", proportion=1.0)
+        hits["proportion_near_100"].append(near["low"] <= truth <= near["high"])
+
+        hits["difference"].append(_difference_covers(setting))
+        hits["paired"].append(_paired_covers(setting, rep))
+        p_values = [_null_p(setting, rep * PAIRS * MEASURES + k) for k in range(PAIRS * MEASURES)]
+        rejections["sign_flip"].append(p_values[0] <= ALPHA)
+        rejections["holm_family"].append(min(rs.holm(p_values)) <= ALPHA)
+    row: dict[str, Any] = {name: _coverage(found) for name, found in hits.items()}
+    row["percentile_bootstrap"].pop("holds")  # the baseline, shown for comparison
+    row |= {name: _rejection(found, setting.count) for name, found in rejections.items()}
+    true_effect = float(np.var(estimates, ddof=1) / np.mean(item_variances))
+    ratio = float(np.nanmean(effects)) / true_effect
+    # Not understated beyond the Monte Carlo error of the true variance (relative SE √(2 / (reps − 1))).
+    row["design_effect"] = {"reported_over_true": round(ratio, 3), "true": round(true_effect, 3),
+                            "holds": ratio >= 1 - 3 * math.sqrt(2 / (reps - 1))}
+    return row
+
+
+def _difference_covers(setting: Setting) -> bool:
+    """An MG-like difference: with the image each image's rate r rises to r + 0.2·(1 − r), an expected gain of
+    0.2·(1 − the mean rate)."""
+    sizes, keys, means, truth = setting.draw(0.4)
+    base = np.repeat(rates(means, setting.rng), sizes)
+    text = (setting.rng.random(base.size) < base).astype(float)
+    image = (setting.rng.random(base.size) < base + 0.2 * (1 - base)).astype(float)
+    columns = np.column_stack([image, text, np.ones(base.size)])
+    interval = rs.cluster_interval(rs.difference_of_means(0, 1, 2), columns, keys.tolist(), cluster="image")
+    return bool(interval["low"] <= 0.2 * (1 - truth) <= interval["high"])
+
+
+def _paired_covers(setting: Setting, rep: int) -> bool | None:
+    """A paired difference of true mean 0.1, symmetric about it within and between images; None: no interval."""
+    sizes, keys, _, _ = setting.draw(0.5)
+    diff = 0.1 + np.repeat(setting.rng.normal(0, math.sqrt(ICC), setting.count), sizes) \
+        + setting.rng.normal(0, math.sqrt(1 - ICC), sizes.sum())
+    interval = paired_delta(diff, keys.tolist(), cluster="image", n_permutations=2000, seed=rep)["ci95"]
+    return None if math.isnan(interval["low"]) else bool(interval["low"] <= 0.1 <= interval["high"])
+
+
+def _null_p(setting: Setting, seed: int) -> float:
+    """Two models with the same per-image answer rates: the change in accuracy, tested."""
+    sizes, keys, means, _ = setting.draw(0.6)
+    shared = np.repeat(rates(means, setting.rng), sizes)
+    general, tuned = ((setting.rng.random(shared.size) < shared).astype(float) for _ in range(2))
+    return rs.sign_flip_p(tuned - general, keys.tolist(), n_permutations=2000, seed=seed)
+
+
+def _mc_error(rate: float, reps: int) -> float:
+    return 3 * math.sqrt(rate * (1 - rate) / reps)
+
+
+def _coverage(found: list[bool | None]) -> dict[str, Any]:
+    defined = [hit for hit in found if hit is not None]
+    if not defined:
+        return {"refused": "no test can reach p <= 0.05 with these few clusters (2/2^C > 0.05): no interval"}
+    coverage = float(np.mean(defined))
+    return {"coverage": round(coverage, 4), "holds": coverage >= LEVEL - _mc_error(LEVEL, len(defined))}
+
+
+def _rejection(found: list[bool], count: int) -> dict[str, Any]:
+    rate = float(np.mean(found))
+    if 2 / 2**count > ALPHA:
+        return {"rate": rate, "refused": f"with {count} clusters the smallest two-sided p is 2/2^{count} > 0.05: "
+                                         "no test can reject"}
+    return {"rate": round(rate, 4), "holds": rate <= ALPHA + _mc_error(ALPHA, len(found))}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=400, help="data sets per setting (default 400)")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    result = coverage_table(args.reps, args.seed)
+    print(json.dumps({"benchmark": "coverage", **result, "seconds": round(time.perf_counter() - start, 1)}))
+
+
+if __name__ == "__main__":
+    main()
