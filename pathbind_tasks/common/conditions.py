@@ -16,6 +16,7 @@ from pyarrow.lib import ArrowException
 
 from pathbind_tasks.common.accounting import close, counting, without_faults
 from pathbind_tasks.common.clusters import with_clusters
+from pathbind_tasks.common.columns import column_values, with_column
 from pathbind_tasks.common.harness import task_name
 from pathbind_tasks.common.images import image_key, image_problem, max_pixels
 
@@ -64,7 +65,7 @@ def item_by_item(blocks: datasets.Dataset, n_items: int) -> datasets.Dataset:
 
 
 def with_readable_images(docs: datasets.Dataset) -> datasets.Dataset:
-    """Check every image once, keeping each problem in ``image_error`` ("" when the image is fine) for
+    """Check every distinct image once, keeping each problem in ``image_error`` ("" when the image is fine) for
     ``without_faults`` to drop its item, and each item's ``cluster`` (:func:`clusters.with_clusters`: by
     default a digest of its image's bytes); ``image`` comes back as ``datasets.Image()``.
 
@@ -76,11 +77,23 @@ def with_readable_images(docs: datasets.Dataset) -> datasets.Dataset:
         Image.MAX_IMAGE_PIXELS = limit  # PIL's own bomb guard must not warn about or refuse an image accepted here
     raw = _undecoded(docs)
     errors, keys = [], []
+    checked: dict[str, str] = {}  # an image's bytes (and file) -> its problem: items sharing an image share its check
     for batch in raw.select_columns("image").iter(batch_size=256):  # batches bound the bytes held at once
         for value in batch["image"]:
-            errors.append(image_problem(value, limit))
+            errors.append(_checked(value, limit, checked))
             keys.append("" if errors[-1] else image_key(value))
-    return with_clusters(raw.cast_column("image", datasets.Image()).add_column("image_error", errors), keys)
+    return with_clusters(with_column(raw.cast_column("image", datasets.Image()), "image_error", errors), keys)
+
+
+def _checked(value: dict | None, limit: int, checked: dict[str, str]) -> str:
+    """:func:`image_problem` of ``value``, decoded once per distinct encoded image (a file once per path)."""
+    try:
+        seen = image_key(value) + ("" if value and value.get("bytes") is not None else f":{(value or {}).get('path')}")
+    except OSError:  # a file that cannot be read: its problem names it
+        return image_problem(value, limit)
+    if seen not in checked:
+        checked[seen] = image_problem(value, limit)
+    return checked[seen]
 
 
 def _undecoded(docs: datasets.Dataset) -> datasets.Dataset:
@@ -92,23 +105,23 @@ def _undecoded(docs: datasets.Dataset) -> datasets.Dataset:
 
 
 def _condition(docs: datasets.Dataset, condition: str) -> datasets.Dataset:
-    tagged = docs.add_column("condition", [condition] * len(docs))
+    tagged = with_column(docs, "condition", [condition] * len(docs))
+    ids = column_values(docs, "id")
     if not condition.startswith("swap_"):
-        return tagged.add_column("image_from", list(docs["id"]))
+        return with_column(tagged, "image_from", ids)
     partners = swap_partners(subset_keys(docs), same=condition == "swap_same")
     # Undecoded, so the swap copies encoded bytes instead of decoding every image.
     images = docs.cast_column("image", datasets.Image(decode=False)).select(partners)["image"]
     swapped = tagged.remove_columns("image").add_column("image", images, feature=docs.features["image"])
-    ids = docs["id"]
-    return swapped.add_column("image_from", [ids[p] for p in partners])
+    return with_column(swapped, "image_from", [ids[p] for p in partners])
 
 
 def subset_keys(docs: datasets.Dataset) -> list[str]:
     """The subset an item belongs to for swaps: its dimension where it has one, else its source."""
-    def column(name: str) -> list:
-        return list(docs[name]) if name in docs.column_names else [None] * len(docs)
+    def values(name: str) -> list:
+        return column_values(docs, name) if name in docs.column_names else [None] * len(docs)
 
-    return [str(d) if d is not None else str(s or "") for d, s in zip(column("dimension"), column("source"),
+    return [str(d) if d is not None else str(s or "") for d, s in zip(values("dimension"), values("source"),
                                                                           strict=True)]
 
 
