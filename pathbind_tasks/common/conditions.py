@@ -80,20 +80,23 @@ def with_readable_images(docs: datasets.Dataset) -> datasets.Dataset:
     checked: dict[str, str] = {}  # an image's bytes (and file) -> its problem: items sharing an image share its check
     for batch in raw.select_columns("image").iter(batch_size=256):  # batches bound the bytes held at once
         for value in batch["image"]:
-            errors.append(_checked(value, limit, checked))
-            keys.append("" if errors[-1] else image_key(value))
+            problem, key = _checked(value, limit, checked)
+            errors.append(problem)
+            keys.append("" if problem else key)
     return with_clusters(with_column(raw.cast_column("image", datasets.Image()), "image_error", errors), keys)
 
 
-def _checked(value: dict | None, limit: int, checked: dict[str, str]) -> str:
-    """:func:`image_problem` of ``value``, decoded once per distinct encoded image (a file once per path)."""
+def _checked(value: dict | None, limit: int, checked: dict[str, str]) -> tuple[str, str]:
+    """:func:`image_problem` of ``value`` and its :func:`image_key`, decoded once per distinct encoded image (a file
+    once per path)."""
     try:
-        seen = image_key(value) + ("" if value and value.get("bytes") is not None else f":{(value or {}).get('path')}")
+        key = image_key(value)
     except OSError:  # a file that cannot be read: its problem names it
-        return image_problem(value, limit)
+        return image_problem(value, limit), ""
+    seen = key + ("" if value and value.get("bytes") is not None else f":{(value or {}).get('path')}")
     if seen not in checked:
         checked[seen] = image_problem(value, limit)
-    return checked[seen]
+    return checked[seen], key
 
 
 def _undecoded(docs: datasets.Dataset) -> datasets.Dataset:
