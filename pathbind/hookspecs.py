@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     import argparse
     from collections.abc import Callable
     from pathlib import Path
+    from typing import Any
 
 hookspec = pluggy.HookspecMarker("pathbind")
 hookimpl = pluggy.HookimplMarker("pathbind")
@@ -121,4 +122,12 @@ def pathbind_add_commands(subparsers: argparse._SubParsersAction) -> None:
 
     Call ``subparsers.add_parser(name, help=...)`` and set a ``func`` default taking the parsed
     ``argparse.Namespace`` and returning an exit code (0 ok, 1 failure; argparse uses 2 for usage errors).
+    """
+
+
+@hookspec
+def pathbind_compare_with_baseline(results: dict[str, Any], baseline: str) -> None:
+    """Pair a finished run with lmms-eval's ``--baseline LOG``: add to ``results`` (lmms-eval's, with the samples of
+    ``--log_samples``) each task's paired change against the run whose sample log ``LOG`` is, or log a warning that
+    says why a task cannot be paired with it. Amends ``results`` in place and returns None.
     """

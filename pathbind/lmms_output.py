@@ -14,6 +14,8 @@ from pathbind.provenance import RECORD_FAILED, record_failure
 # lmms-eval writes <output_path>/<model>/<date>_results.json and, with --log_samples, <date>_samples_<task>.jsonl.
 RESULTS = "*results.json"
 SAMPLE_LOGS = "*_samples_*.jsonl"
+# A PathBind task's line holds its record once, under this key; logs of PathBind 0.x repeat it under each metric name.
+RECORD = "pathbind"
 
 
 class ResultsError(ValueError):
@@ -120,6 +122,18 @@ def task_samples(run_dir: Path, task: str) -> list[dict[str, Any]]:
         raise ValueError(f"{logs[-1]}: the sample log of task {task!r} is empty (the run evaluated no document, or "
                          "was cut short before writing it)")
     return samples
+
+
+def sample_record(sample: Any) -> dict[str, Any] | None:
+    """PathBind's record of one sample-log line (its ``"pathbind"`` entry; in a 0.x log the copy under its first
+    metric name, the first object with an ``id``), or None for a line of a task that is not PathBind's."""
+    if not isinstance(sample, dict):
+        return None
+    record = sample.get(RECORD)
+    if isinstance(record, dict):
+        return record
+    return next((value for key, value in sample.items() if key != "doc" and isinstance(value, dict) and "id" in value),
+                None)
 
 
 def read_sample_log(path: Path) -> Iterator[tuple[int, Any]]:

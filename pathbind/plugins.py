@@ -120,6 +120,10 @@ class PluginManager(pluggy.PluginManager):
 
         _HookCall(self, "pathbind_add_commands", check_new_commands).run({"subparsers": subparsers})
 
+    def compare_with_baseline(self, results: dict[str, Any], baseline: str) -> None:
+        """Let each plugin pair the run's ``results`` with lmms-eval's ``--baseline`` sample log."""
+        self.call_each("pathbind_compare_with_baseline", results=results, baseline=baseline)
+
     def _functions(self, hook_name: str, kind: str) -> dict[str, Contribution]:
         """The named functions a hook returns, each name once."""
         functions = self.call_each(hook_name)
@@ -351,8 +355,11 @@ def _normalised_variants(entry: TaskVariants) -> TaskVariants:
                    rename=(entry.rename[0], entry.rename[1]))
 
 
-def _nothing(result: Any) -> tuple[None, list[str]]:
-    return None, [f"returned {type(result).__name__} {_short(result)}; it adds parsers and returns None"]
+def _returns_none(does: str) -> ResultCheck:
+    def check(result: Any) -> tuple[None, list[str]]:
+        return None, [f"returned {type(result).__name__} {_short(result)}; it {does} and returns None"]
+
+    return check
 
 
 # A bare string of folders would be walked character by character from ``/``: only lists are accepted.
@@ -364,7 +371,8 @@ CHECKS: dict[str, ResultCheck] = {"pathbind_task_dirs": _folders, "pathbind_temp
                             "pathbind_image_encoders": _functions("image encoder"),
                             "pathbind_task_variants": _list_of("pathbind.TaskVariants", _variants_problem,
                                                                _normalised_variants),
-                            "pathbind_add_commands": _nothing}
+                            "pathbind_add_commands": _returns_none("adds parsers"),
+                            "pathbind_compare_with_baseline": _returns_none("amends the results")}
 
 
 def _disabled_plugins() -> frozenset[str]:

@@ -8,12 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pathbind.lmms_output import ResultsError, task_data, task_results, task_samples
+from pathbind.lmms_output import ResultsError, sample_record, task_data, task_results, task_samples
 from pathbind.provenance import data_differences
 from pathbind.strict_json import dumps_strict
 from pathbind.table import format_table
 
 DEFAULT_VQA, DEFAULT_GROUNDING = "pathbind_vqa", "pathbind_grounding_testa"
+DEFAULT_OPTIONS = {"n_permutations": 10000, "seed": 0}
 
 
 def add_pairs_command(subparsers: argparse._SubParsersAction) -> None:
@@ -35,10 +36,10 @@ def add_pairs_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--grounding-task", action="append", metavar="TASK",
                         help="a grounding task giving ΔIoU and ΔRecall; repeat for several (default, when neither "
                              f"task option is given: {DEFAULT_GROUNDING})")
-    parser.add_argument("--n-permutations", type=int, default=10000,
+    parser.add_argument("--n-permutations", type=int, default=DEFAULT_OPTIONS["n_permutations"],
                         help="sign-flip permutations, where there are more sign patterns than this (default 10000: "
                              "every pattern up to 13 clusters)")
-    parser.add_argument("--seed", type=int, default=0,
+    parser.add_argument("--seed", type=int, default=DEFAULT_OPTIONS["seed"],
                         help="seed of the random sign patterns, beyond 13 clusters (default 0)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(func=run)
@@ -117,9 +118,16 @@ def adjust(rows: list[dict[str, Any]], where: str) -> str:
 
 def _vqa_rows(general: Path, tuned: Path, task: str, options: dict[str, int]) -> list[dict[str, Any]]:
     _same_data(general, tuned, task)
-    answers = [_vqa_answers(path, task) for path in (general, tuned)]
-    items = _same_items(general, tuned, task, answers[0], answers[1])
-    g, t = ([a[i] for i in items] for a in answers)
+    first, second = (vqa_answers(_records(path, task, "correct", "VQA")) for path in (general, tuned))
+    return vqa_changes(task, (general, tuned), first, second, options)
+
+
+def vqa_changes(task: str, runs: tuple[Any, Any], first: dict[str, dict[str, dict[str, Any]]],
+                second: dict[str, dict[str, dict[str, Any]]], options: dict[str, int]) -> list[dict[str, Any]]:
+    """ΔAcc and, where both runs asked the items without the image too, ΔMG of the second run over the first
+    (their :func:`vqa_answers`); ValueError when they evaluated different items. ``runs`` name them in messages."""
+    items = _same_items(*runs, task, first, second)
+    g, t = ([a[i] for i in items] for a in (first, second))
     paired = [k for k in range(len(items)) if "image" in g[k] and "image" in t[k]]
     rows = [_row(task, "ΔAcc", [g[k]["image"] for k in paired],
                  [float(t[k]["image"]["correct"]) - float(g[k]["image"]["correct"]) for k in paired], 100, options)]
@@ -146,13 +154,20 @@ def _gain(answers: dict[str, dict[str, Any]]) -> float:
 
 
 def _grounding_rows(general: Path, tuned: Path, task: str, options: dict[str, int]) -> list[dict[str, Any]]:
+    _same_data(general, tuned, task)
+    first, second = (_records_by_id(path, task, "iou", "grounding") for path in (general, tuned))
+    return grounding_changes(task, (general, tuned), first, second, options)
+
+
+def grounding_changes(task: str, runs: tuple[Any, Any], first: dict[str, dict[str, Any]],
+                      second: dict[str, dict[str, Any]], options: dict[str, int]) -> list[dict[str, Any]]:
+    """ΔIoU and ΔRecall at the default threshold of the second run over the first (records by item id);
+    ValueError when they evaluated different items. ``runs`` name them in messages."""
     from pathbind_tasks.common.grounding_aggregations import Q_DEFAULT
 
-    _same_data(general, tuned, task)
-    records = [_records_by_id(path, task, "attn_iou", "grounding") for path in (general, tuned)]
-    items = _same_items(general, tuned, task, records[0], records[1])
-    return [_row(task, label, [records[0][i] for i in items],
-                 [_at_default(records[1][i], measure, Q_DEFAULT) - _at_default(records[0][i], measure, Q_DEFAULT)
+    items = _same_items(*runs, task, first, second)
+    return [_row(task, label, [first[i] for i in items],
+                 [_at_default(second[i], measure, Q_DEFAULT) - _at_default(first[i], measure, Q_DEFAULT)
                   for i in items], 1, options)
             for measure, label in (("iou", "ΔIoU"), ("recall", "ΔRecall"))]
 
@@ -180,7 +195,7 @@ def _same_data(general: Path, tuned: Path, task: str) -> None:
                          "rerun both on the same data")
 
 
-def _same_items(general: Path, tuned: Path, task: str, first: dict[str, Any], second: dict[str, Any]) -> list[str]:
+def _same_items(general: Any, tuned: Any, task: str, first: dict[str, Any], second: dict[str, Any]) -> list[str]:
     """The items both runs evaluated, in id order; ValueError when either evaluated an item the other did not (a
     different --limit, or a run cut short): a paired comparison over part of the items would not say so."""
     only = {path: sorted(set(a) - set(b)) for path, a, b in ((general, first, second), (tuned, second, first))}
@@ -191,30 +206,31 @@ def _same_items(general: Path, tuned: Path, task: str, first: dict[str, Any], se
     return sorted(first)
 
 
-def _vqa_answers(run_dir: Path, task: str) -> dict[str, dict[str, dict[str, Any]]]:
+def vqa_answers(records: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, Any]]]:
     """item id -> condition -> its record, for the image and text conditions."""
     answers: dict[str, dict[str, dict[str, Any]]] = {}
-    for record in _records(run_dir, task, "acc_image", "VQA"):
+    for record in records:
         if record.get("condition") in ("image", "text"):
             answers.setdefault(str(record["id"]), {})[record["condition"]] = record
     return answers
 
 
-def _records_by_id(run_dir: Path, task: str, metric: str, kind: str) -> dict[str, dict[str, Any]]:
-    return {str(record["id"]): record for record in _records(run_dir, task, metric, kind)}
+def _records_by_id(run_dir: Path, task: str, field: str, kind: str) -> dict[str, dict[str, Any]]:
+    return {str(record["id"]): record for record in _records(run_dir, task, field, kind)}
 
 
-def _records(run_dir: Path, task: str, metric: str, kind: str) -> list[dict[str, Any]]:
+def _records(run_dir: Path, task: str, field: str, kind: str) -> list[dict[str, Any]]:
+    """The PathBind record of each sample of the task's latest log, every one holding ``field``."""
     option = "--vqa-task" if kind == "VQA" else "--grounding-task"
     try:
         samples = task_samples(run_dir, task)
     except ValueError as exc:
         raise ValueError(f"{exc}, or choose the task with {option}") from exc
-    records = [sample.get(metric) if isinstance(sample, dict) else None for sample in samples]
-    found = [r for r in records if isinstance(r, dict) and "id" in r]
+    records = [sample_record(sample) for sample in samples]
+    found = [r for r in records if r is not None and field in r]
     if not found or len(found) < len(records):
-        raise ValueError(f"{run_dir}: the samples of task {task!r} hold no PathBind {kind} record under {metric!r} "
-                         f"(not a PathBind {kind} task?); choose a {kind} task with {option}")
+        raise ValueError(f"{run_dir}: the samples of task {task!r} hold no PathBind {kind} record (with {field!r}; "
+                         f"not a PathBind {kind} task?); choose a {kind} task with {option}")
     return found
 
 

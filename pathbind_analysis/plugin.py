@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import Any
 
 from pathbind import hookimpl
 
@@ -32,3 +33,10 @@ def pathbind_metrics() -> dict[str, Callable[..., object]]:
     from pathbind_analysis.audit.in_run import leakage_split  # reads the training inventory: not a pure metric
 
     return {"leakage_split": leakage_split}
+
+
+@hookimpl
+def pathbind_compare_with_baseline(results: dict[str, Any], baseline: str) -> None:
+    from pathbind_analysis.baseline import compare_with_baseline
+
+    compare_with_baseline(results, baseline)

@@ -24,6 +24,7 @@ from pathbind.capabilities import (
 )
 from pathbind.lmms.patches import require_compatible_lmms_eval
 from pathbind.lmms.tasks import HOOK_MARK, declares_data, plugin_task
+from pathbind.lmms_output import RECORD
 from pathbind.plugins import get_plugin_manager
 from pathbind.provenance import data_provenance
 from pathbind.usage import usage_by_condition
@@ -69,10 +70,17 @@ def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
         # lmms-eval's evaluate fails on an empty task dictionary; with every task skipped there is nothing to run.
         log_samples = call.arguments.get("log_samples", signature.parameters["log_samples"].default)
         results = original(*call.args, **call.kwargs) if kept else _no_results(log_samples)
+        if isinstance(results, dict):
+            tasks = _pathbind_tasks(kept)
+            _one_record_per_sample(results, tasks)
+            _no_placeholders(results, tasks)
         if isinstance(results, dict) and (skipped or conditions or _pathbind_in_run(task_dict, lm)):
             results["pathbind"] = _run_report(results, skipped, conditions)
             results["pathbind"]["model"] = _model_settings(lm)
             results["pathbind"]["data"] = {name: record for name, record in data.items() if name not in dropped}
+            baseline = getattr(cli_args, "baseline", None)
+            if baseline:
+                _compare_with_baseline(results, baseline)
         return results
 
     setattr(evaluate, HOOK_MARK, True)
@@ -80,13 +88,49 @@ def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
 
 
 def _pathbind_in_run(task_dict: Mapping[Any, Any], lm: Any) -> bool:
-    """A plugin's task (its YAML in a plugin task folder, or one declaring ``metadata.pathbind_requires``) or a
-    plugin's model (the class a ModelSpec names) is in the run."""
+    """A plugin's task or a plugin's model (the class a ModelSpec names) is in the run."""
+    return bool(_pathbind_tasks(task_dict)) or plugin_model(lm)
+
+
+def _pathbind_tasks(task_dict: Mapping[Any, Any]) -> set[str]:
+    """The plugins' tasks (a YAML in a plugin task folder, or one declaring ``metadata.pathbind_requires``)."""
+    found = set()
     for name, task in _leaf_tasks(task_dict):
         metadata = getattr(getattr(task, "config", None), "metadata", None)
         if plugin_task(name) or (isinstance(metadata, Mapping) and REQUIRES_KEY in metadata):
-            return True
-    return plugin_model(lm)
+            found.add(name)
+    return found
+
+
+def _one_record_per_sample(results: dict, tasks: set[str]) -> None:
+    """A PathBind task's sample lines hold its record once, under ``"pathbind"``, not once per metric name (its
+    ``process_results`` emits one record under every metric); a VQA answer with the image also gets lmms-eval's
+    per-sample ``score`` (1 right, 0 wrong), which ``--baseline`` pairs by doc_id."""
+    for task in tasks & (results.get("samples") or {}).keys():
+        metrics = [entry.get("metric") for entry in results.get("configs", {}).get(task, {}).get("metric_list") or ()
+                   if isinstance(entry, Mapping)]
+        for sample in results["samples"][task]:
+            shared = [name for name in metrics if name in sample]
+            record = sample.get(shared[0]) if shared else None
+            if not isinstance(record, dict) or any(sample[name] is not record for name in shared):
+                continue
+            for name in shared:
+                del sample[name]
+            sample[RECORD] = record
+            if record.get("condition") == "image" and isinstance(record.get("correct"), bool):
+                sample["score"] = float(record["correct"])
+
+
+def _no_placeholders(results: dict, tasks: set[str]) -> None:
+    """No "N/A" in a PathBind task's results: lmms-eval writes it for every standard error it cannot compute (its
+    bootstrap knows none of PathBind's aggregations; its CLT and clustered errors need a per-record ``score``).
+    PathBind's intervals are in ``ci95``; a metric without a computed standard error has no stderr field."""
+    for table in (results.get("results") or {}, results.get("groups") or {}):
+        for name in tasks | {group for group in table if plugin_task(group)}:
+            metrics = table.get(name)
+            if isinstance(metrics, dict):
+                for key in [key for key, value in metrics.items() if value == "N/A" and "_stderr" in key]:
+                    del metrics[key]
 
 
 def plugin_model(model: Any) -> bool:
@@ -165,6 +209,14 @@ def _run_report(results: dict, skipped: dict[str, str],
         logger.exception("pathbind: could not sum token usage per condition")
         usage = {}
     return {"skipped_tasks": skipped, "skipped_conditions": conditions or {}, "usage_by_condition": usage}
+
+
+def _compare_with_baseline(results: dict, baseline: str) -> None:
+    """lmms-eval's ``--baseline``: the plugins add each task's paired change (``pathbind_analysis.baseline``)."""
+    try:
+        get_plugin_manager().compare_with_baseline(results, str(baseline))
+    except Exception:
+        logger.exception("pathbind: could not pair the run with --baseline")
 
 
 def _model_settings(lm: Any) -> Any:

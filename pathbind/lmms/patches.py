@@ -62,11 +62,14 @@ PATCHES: tuple[Patch, ...] = (
           ("eeac30a395937993712475265a5eb97e79a78e3de6363fa9e54f26a1aefbf990",
            "446735b725a647f323a548fad8f7b84902156216d24689782196e341871a6fee")),
     Patch("lmms_eval.evaluator:evaluate", "evaluate._skipping_unsupported",
-          "skip tasks and conditions the model cannot run, with the reason; add results['pathbind']",
+          "skip tasks and conditions the model cannot run, with the reason; add results['pathbind']; a PathBind "
+          "task's sample lines hold its record once (lmms-eval logs process_results' dict whole: one record per "
+          "metric name) and its results no 'N/A' stderr; pair the run with --baseline",
           "task requirements a model can decline, and a results extension hook",
           ("17c70978141ea7a5882ea018d739c1dede908615cd6cc42cc2c7bd49d8fc905f",
            "3bfc63133de12c55914b81766455561a1ff9255174631ea7a6cf13548e3bd67e")),
-    Patch("lmms_eval.evaluator:simple_evaluate", "", "calls evaluate through the module global the hook replaces",
+    Patch("lmms_eval.evaluator:simple_evaluate", "", "calls evaluate through the module global the hook replaces; "
+          "--baseline pairs the samples' per-sample score by doc_id after it",
           "(relied on)", ("1b3c3feda517631d0efde10febef21c839d6323fe34e87ffbe91a7f885892f94",
                           "eb82b9d222eeb699437b70f053ec39c940285cef51c1ec44656a68ae77208cb3")),
     Patch("lmms_eval.utils:make_table", "table._scalars_only",

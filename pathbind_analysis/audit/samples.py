@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from pathbind.lmms_output import SampleLogError, read_sample_log
+from pathbind.lmms_output import RECORD, SampleLogError, read_sample_log
 from pathbind_analysis.audit.census import Census
 from pathbind_analysis.audit.inventory import DETECT_ROWS, InventoryError, detect_field, split_column
 from pathbind_metrics.leakage import leak_partition, stratified_metric
@@ -106,7 +106,8 @@ def stratify(samples: Samples, trains: list[Census], *, by: list[str] | None = N
 def _metric_values(record: dict[str, Any]) -> dict[str, float]:
     found: dict[str, float] = {}
     for key, value in record.items():
-        if key in BOOKKEEPING:
+        # A PathBind line's "score" is its record's "correct" again, for lmms-eval's --baseline.
+        if key in BOOKKEEPING or (key == "score" and RECORD in record):
             continue
         if isinstance(value, bool | int | float):
             found[key] = float(value)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pathbind.lmms_output import SAMPLE_LOGS, SampleLogError, find_sample_logs, read_sample_log
+from pathbind.lmms_output import SAMPLE_LOGS, SampleLogError, find_sample_logs, read_sample_log, sample_record
 from pathbind_analysis.curation.errors import CurationInputError
 
 
@@ -130,13 +130,8 @@ def _add(answers: ModelAnswers, record: dict[str, Any], sample: dict[str, Any], 
 
 
 def _score_record(sample: Any) -> dict[str, Any] | None:
-    # Every PathBind metric key (acc_image, acc_text, ...) holds the same per-item record; take the first.
-    if not isinstance(sample, dict):
-        return None
-    for value in sample.values():
-        if isinstance(value, dict) and {"id", "condition", "correct"} <= value.keys():
-            return value
-    return None
+    record = sample_record(sample)
+    return record if record is not None and {"id", "condition", "correct"} <= record.keys() else None
 
 
 def _source(record: dict[str, Any], sample: dict[str, Any], file: Path) -> str:

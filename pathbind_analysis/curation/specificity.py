@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pathbind.lmms_output import ResultsError, SampleLogError, load_results, read_sample_log
+from pathbind.lmms_output import ResultsError, SampleLogError, load_results, read_sample_log, sample_record
 from pathbind.summary import read_accounting
 from pathbind_analysis.curation.errors import CurationInputError
 from pathbind_analysis.curation.logs import read_logs
@@ -47,9 +47,8 @@ def _read_file(file: Path, judge: Judge, seen_at: dict[str, str]) -> str:
     records, unjudged, splits = 0, "", set()
     try:
         for number, sample in read_sample_log(file):
-            record = next((v for v in sample.values() if isinstance(v, dict) and v.keys() >= RECORD_KEYS), None) \
-                if isinstance(sample, dict) else None
-            if record is None:
+            record = sample_record(sample)
+            if record is None or not record.keys() >= RECORD_KEYS:
                 unjudged = unjudged or f"{file}:{number}"
                 continue
             records += 1

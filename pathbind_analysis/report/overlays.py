@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from pathbind.lmms.tasks import task_documents
-from pathbind.lmms_output import task_samples
+from pathbind.lmms_output import sample_record, task_samples
 from pathbind.requests import AttentionResponse
 from pathbind_analysis.report.document import Figure, Note, Section
 from pathbind_analysis.report.figures import new_figure, save
@@ -80,7 +80,7 @@ def _task_overlays(runs: list[Run], task: str, out: Path, n_items: int) -> list[
 def _item_maps(logged: list[dict[str, Any]]) -> dict[int, ItemMap]:
     items = {}
     for sample in logged:
-        record = sample.get("attn_iou")
+        record = sample_record(sample)
         iou = float(record.get("iou", {}).get(str(Q_DEFAULT), math.nan)) if isinstance(record, dict) else math.nan
         items[int(sample["doc_id"])] = _first_map(sample.get("filtered_resps"), iou)
     return items

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pathbind.lmms_output import task_samples
+from pathbind.lmms_output import sample_record, task_samples
 from pathbind_analysis.report.document import BEST_TEXT, Cell, Note, Section, Table
 from pathbind_analysis.report.fmt import MISSING, best_marks, cells, number, with_change
 from pathbind_analysis.report.runs import Run
@@ -92,8 +92,8 @@ def _image_records(runs: list[Run], task: str) -> list[dict[str, Any]]:
             logged = task_samples(run.path, task)
         except ValueError:
             continue
-        return [s["acc_image"] for s in logged if isinstance(s.get("acc_image"), dict)
-                and s["acc_image"].get("condition", "image") == "image" and s["acc_image"].get("reference")]
+        records = [sample_record(sample) for sample in logged]
+        return [r for r in records if r is not None and r.get("condition", "image") == "image" and r.get("reference")]
     return []
 
 

@@ -160,7 +160,7 @@ def test_pairs_compares_clustered_and_refuses_what_cannot_be_paired(demo_control
     wrong = run([str(BIN / "pathbind"), "pairs", f"{control}:{blind}", "--vqa-task", "pathbind_demo_grounding"],
                 cwd=tmp_path)
     assert wrong.returncode == 1 and len(wrong.stderr.splitlines()) == 1, wrong.stderr
-    assert "hold no PathBind VQA record under 'acc_image'" in wrong.stderr and "Traceback" not in wrong.stderr
+    assert "hold no PathBind VQA record (with 'correct'" in wrong.stderr and "Traceback" not in wrong.stderr
 
     nothing = run([str(BIN / "pathbind"), "pairs", f"{blind}:{blind}", "--grounding-task", "pathbind_demo_grounding"],
                   cwd=tmp_path)  # the blind control's IoU is undefined on every item

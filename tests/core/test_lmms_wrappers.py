@@ -233,7 +233,7 @@ def log_lines(run: dict[str, Any]) -> str:
 
 def sample_conditions(run: dict[str, Any], task: str) -> list[str]:
     log = next(run["out"].rglob(f"*_samples_{task}.jsonl"))
-    return [json.loads(line)["acc_image"]["condition"] for line in log.read_text().splitlines()]
+    return [json.loads(line)["pathbind"]["condition"] for line in log.read_text().splitlines()]
 
 
 @pytest.mark.slow

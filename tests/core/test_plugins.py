@@ -135,7 +135,8 @@ def test_hooks_are_documented():
     section = readme.split("\n### Hooks\n", 1)[1].split("\n## ", 1)[0]
     documented = re.findall(r"^- `(pathbind_\w+)\(", section, flags=re.MULTILINE)
     specs = sorted(name for name, caller in vars(make_plugin_manager(autoload=False).hook).items() if caller.spec)
-    assert specs == ["pathbind_add_commands", "pathbind_demo_data", "pathbind_image_encoders", "pathbind_metrics",
+    assert specs == ["pathbind_add_commands", "pathbind_compare_with_baseline", "pathbind_demo_data",
+                     "pathbind_image_encoders", "pathbind_metrics",
                      "pathbind_models", "pathbind_task_dirs", "pathbind_task_variants", "pathbind_template_dirs"]
     assert sorted(documented) == specs
     for name in specs:

@@ -21,7 +21,7 @@ def test_vqa_with_limit_and_grounding_run_on_real_files(tmp_path, realtok_model,
     result = lmms_eval(tmp_path, "pathbind_hf", "pathbind_demo_vqa,pathbind_demo_grounding", "--model_args",
                        f"pretrained={realtok_model(name)},max_new_tokens=4,dtype=float32", "--limit", "4")
     log = next(result["out"].rglob("*_samples_pathbind_demo_vqa.jsonl"))
-    conditions = [json.loads(line)["acc_image"]["condition"] for line in log.read_text().splitlines()]
+    conditions = [json.loads(line)["pathbind"]["condition"] for line in log.read_text().splitlines()]
     assert conditions == ["image", "text", "image", "text"]
     assert math.isfinite(metric(result, "pathbind_demo_vqa", "acc_text"))
     assert math.isfinite(metric(result, "pathbind_demo_vqa", "mg"))

@@ -214,17 +214,17 @@ def test_llava_grounding_and_faithfulness_records_carry_the_view(tmp_path, realt
     lost = metric(grounding_run, "pathbind_grounding_testa", "lost_items")
     assert lost["items"] == 3 and lost["scored"] == 2
     assert lost[f"iou: {grounding.BOX_OUTSIDE_VIEW}"] == 1 and lost[f"diagnostic: {ga.BOX_PARTLY_OUTSIDE_VIEW}"] == 1
-    assert [r["view_box"] for r in records(grounding_run, "pathbind_grounding_testa", "attn_iou")] == \
+    assert [r["view_box"] for r in records(grounding_run, "pathbind_grounding_testa")] == \
         [[128.0, 0.0, 384.0, 256.0]] * 3
     faithfulness_run = lmms_eval(tmp_path, "pathbind_hf", "pathbind_faithfulness", *args, "--limit", "1", env=env)
-    (record,) = records(faithfulness_run, "pathbind_faithfulness", "causal_l1")
+    (record,) = records(faithfulness_run, "pathbind_faithfulness")
     # The 16×16 occlusion grid has cells 32 px wide: columns 0–3 and 12–15 lie outside x = 128…384.
     assert record["view_box"] == [128.0, 0.0, 384.0, 256.0] and record["cells_outside_view"] == 128
 
 
-def records(result: dict, task: str, field: str) -> list[dict]:
+def records(result: dict, task: str) -> list[dict]:
     log = next(result["out"].rglob(f"*_samples_{task}.jsonl"))
-    return [json.loads(line)[field] for line in log.read_text().splitlines()]
+    return [json.loads(line)["pathbind"] for line in log.read_text().splitlines()]
 
 
 def test_pan_and_scan_crops_are_refused_by_name(tiny_model):

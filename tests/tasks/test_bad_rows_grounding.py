@@ -225,7 +225,7 @@ def test_bad_rows_through_lmms_eval(tmp_path, writer):
         "field 'width' is more pixels than the 2147483647 a side can have": 1}}
     samples = [json.loads(line) for path in result["out"].rglob("*pathview_region_ogd*.jsonl")
                for line in path.read_text().splitlines()]
-    assert sorted(s["doc_id"] for s in samples) == [0, 1] and all("disagrees" not in s["dice"]["reason"]
+    assert sorted(s["doc_id"] for s in samples) == [0, 1] and all("disagrees" not in s["pathbind"]["reason"]
                                                                   for s in samples)
 
 

@@ -338,7 +338,7 @@ def write_with_pyarrow(path: Path, rows: list[dict[str, Any]]) -> None:
 def records(out: Path, task: str) -> list[dict[str, Any]]:
     """The score records of the sample log (every metric of a document holds the same record)."""
     log = next(out.rglob(f"*_{task}.jsonl"))
-    return [json.loads(line)["acc_image"] for line in log.read_text().splitlines()]
+    return [json.loads(line)["pathbind"] for line in log.read_text().splitlines()]
 
 
 @pytest.mark.slow

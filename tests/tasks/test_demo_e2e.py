@@ -95,7 +95,7 @@ def test_the_reported_metrics_are_those_of_the_logged_answers(demo_control, task
     """Recomputed from the sample log (one record per item and condition): accuracy under each condition, their
     difference (every item is answered in both) and the invalid share equal what results.json reports."""
     log = next(demo_control["out"].rglob(f"*_samples_{task}.jsonl"))
-    records = [json.loads(line)["acc_image"] for line in log.read_text().splitlines()]
+    records = [json.loads(line)["pathbind"] for line in log.read_text().splitlines()]
     assert {"id", "condition", "parsed", "valid", "correct", "reference"} <= set(records[0])
     correct = {c: {r["id"]: r["correct"] for r in records if r["condition"] == c} for c in ("image", "text")}
     assert correct["image"].keys() == correct["text"].keys() and len(records) == 2 * len(correct["image"])

@@ -60,7 +60,7 @@ def test_every_shipped_task_lists_an_item_s_documents_together(task_manager, nam
 
 def records(result: dict, task: str) -> list[dict]:
     log = next(result["out"].rglob(f"*_samples_{task}.jsonl"))
-    return [json.loads(line)["acc_image"] for line in log.read_text().splitlines()]
+    return [json.loads(line)["pathbind"] for line in log.read_text().splitlines()]
 
 
 def pathbind_warnings(result: dict) -> list[str]:

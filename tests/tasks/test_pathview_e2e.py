@@ -50,7 +50,7 @@ def test_every_task_reports_its_metrics_and_the_group_its_means(demo_control):
 def test_sample_logs_keep_each_answer_outcome_and_reason(demo_blind):
     """The sample log holds every record: reference, parsed answer, outcome, reason."""
     log = next(demo_blind["out"].rglob("*pathview_demo_region_ocn.jsonl"))
-    records = [json.loads(line)["mae"] for line in log.read_text().splitlines()]
+    records = [json.loads(line)["pathbind"] for line in log.read_text().splitlines()]
     assert len(records) == 8 and {"id", "reference", "parsed", "outcome", "reason"} <= set(records[0])
 
 

@@ -24,8 +24,8 @@ def test_sampled_repeats_disagree_and_deterministic_ones_agree(tmp_path):
     assert len(result["spread"]["acc_image"]["per_repeat"]) == 3 and "mg" in result["spread"]
     log = next(sampled["out"].rglob(f"*_samples_{TASK}.jsonl"))
     samples = [json.loads(line) for line in log.read_text().splitlines()]
-    assert all(len(sample["acc_image"]["repeats"]) == 3 for sample in samples)
-    first = [s["acc_image"]["repeats"][0]["correct"] for s in samples if s["acc_image"]["condition"] == "image"]
+    assert all(len(sample["pathbind"]["repeats"]) == 3 for sample in samples)
+    first = [s["pathbind"]["repeats"][0]["correct"] for s in samples if s["pathbind"]["condition"] == "image"]
     assert metric(sampled, TASK, "acc_image") == pytest.approx(100 * sum(first) / len(first))
     assert result["spread"]["acc_image"]["per_repeat"][0] == metric(sampled, TASK, "acc_image")
 

@@ -348,7 +348,7 @@ def test_blind_model_runs_a_yes_no_source_an_mcq_source_and_pathbind_vqa(cli_roo
     assert metric(result, "pathbind_quilt_vqa_think", "accounting") == {
         "rows": 5, "evaluated": 3, "dropped": {"answer_type is not CLOSED": 1, quilt_vqa.UNLABELLED: 1}}
     log = next(result["out"].rglob("*medxpert_path.jsonl"))
-    assert "MM-4" not in {json.loads(line)["acc_image"]["id"] for line in log.read_text().splitlines()}
+    assert "MM-4" not in {json.loads(line)["pathbind"]["id"] for line in log.read_text().splitlines()}
 
 
 @pytest.mark.slow

@@ -164,7 +164,7 @@ def judged(tmp_path_factory) -> dict[str, Any]:
 
 
 def logged(run: dict[str, Any]) -> list[dict[str, Any]]:
-    return [json.loads(line)["judgements"] for path in sorted(run["out"].rglob(f"*_samples_{GROUP}_test*.jsonl"))
+    return [json.loads(line)["pathbind"] for path in sorted(run["out"].rglob(f"*_samples_{GROUP}_test*.jsonl"))
             for line in path.read_text().splitlines()]
 
 
