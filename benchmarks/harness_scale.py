@@ -12,9 +12,12 @@ control's uniform attention map, so it measures the grounding stage, not a model
 
 Reports per run ``seconds``/``peak_mib`` per stage and per item, and over the sizes the fitted growth exponent of
 the harness's time (everything but the process start-up, least squares in log-log) and the peak memory's growth
-per item (KiB, the slope between the smallest and largest size). One JSON line.
+per item (KiB, the slope between the smallest and largest size). The image-only task and the plain one run in turn
+(ABAB…, ``--repeats`` pairs per size), so a change of the machine's load falls on both; the overhead ratio per size
+is the median of the pairs' ratios, with their range. One JSON line.
 
-Run: python benchmarks/harness_scale.py [--items 5000,20000,50000] [--pathvg 10000] [--smoke]
+Run: python benchmarks/harness_scale.py [--items 5000,20000,50000] [--repeats 1] [--no-full] [--pathvg 10000]
+                                        [--smoke]
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import argparse
 import io
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -245,6 +249,21 @@ def measure(kind: str, task: str, items: int, scratch: Path, pathvg: bool = Fals
             "ms_per_item": round(1000 * harness / items, 3), "sample_log_bytes_per_item": round(log / items), **figures}
 
 
+def paired(sizes: list[int], repeats: int,
+           scratch: Path) -> tuple[list[dict], list[dict], list[list[float]], list[dict]]:
+    """Per size, ``repeats`` pairs of the image-only task then the plain one: the median run of each kind (by
+    harness seconds), every run, and each size's pair ratios, sorted."""
+    image, plain, ratios, every = [], [], [], []
+    for n in sizes:
+        pairs = [(measure("pathbind", "pathbind_path_vqa_image", n, scratch), measure("plain", PLAIN_TASK, n, scratch))
+                 for _ in range(repeats)]
+        every += [run for pair in pairs for run in pair]
+        ratios.append(sorted(a["harness_seconds"] / b["harness_seconds"] for a, b in pairs))
+        for kind, runs in zip((image, plain), zip(*pairs, strict=True), strict=True):
+            kind.append(sorted(runs, key=lambda run: run["harness_seconds"])[len(runs) // 2])
+    return image, plain, ratios, every
+
+
 def exponent(runs: list[dict[str, Any]]) -> float:
     """The slope of log(harness seconds) against log(items): 1 is linear."""
     x = np.log([r["items"] for r in runs])
@@ -260,6 +279,9 @@ def kib_per_item(runs: list[dict[str, Any]]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", default="5000,20000,50000", help="Path-VQA-shaped sizes, comma-separated")
+    parser.add_argument("--repeats", type=int, default=1, help="image-only/plain pairs per size, in turn")
+    parser.add_argument("--full", action=argparse.BooleanOptionalAction, default=True,
+                        help="also the task with and without the image")
     parser.add_argument("--pathvg", type=int, default=10000, help="PathVG-shaped expressions (0: none)")
     parser.add_argument("--smoke", action="store_true", help="200 and 400 items, PathVG 100: checks it runs")
     parser.add_argument("--child", choices=("pathbind", "plain"), help=argparse.SUPPRESS)
@@ -275,21 +297,21 @@ def main() -> None:
     load_before = [round(v, 2) for v in os.getloadavg()]
     with tempfile.TemporaryDirectory(prefix="harness_scale-") as folder:
         scratch = Path(folder)
-        full = [measure("pathbind", "pathbind_path_vqa", n, scratch) for n in sizes]
-        image = [measure("pathbind", "pathbind_path_vqa_image", n, scratch) for n in sizes]
-        plain = [measure("plain", PLAIN_TASK, n, scratch) for n in sizes]
+        full = [measure("pathbind", "pathbind_path_vqa", n, scratch) for n in sizes] if args.full else []
+        image, plain, ratios, pairs = paired(sizes, args.repeats, scratch)
         grounding = [measure("pathbind", "pathvg_testa", pathvg_items, scratch, pathvg=True)] if pathvg_items else []
+    several = len(sizes) > 1
     print(json.dumps({
-        "benchmark": "harness_scale", "sizes": sizes,
-        "time_exponent_pathbind_full": round(exponent(full), 3),
-        "time_exponent_pathbind_image": round(exponent(image), 3),
-        "time_exponent_plain": round(exponent(plain), 3),
-        "peak_kib_per_item_pathbind_full": round(kib_per_item(full), 2),
-        "peak_kib_per_item_pathbind_image": round(kib_per_item(image), 2),
-        "peak_kib_per_item_plain": round(kib_per_item(plain), 2),
-        "overhead_ratio_pathbind_image_vs_plain": [round(a["harness_seconds"] / b["harness_seconds"], 3)
-                                                   for a, b in zip(image, plain, strict=True)],
-        "runs": full + image + plain + grounding,
+        "benchmark": "harness_scale", "sizes": sizes, "repeats": args.repeats,
+        "time_exponent_pathbind_full": round(exponent(full), 3) if several and full else None,
+        "time_exponent_pathbind_image": round(exponent(image), 3) if several else None,
+        "time_exponent_plain": round(exponent(plain), 3) if several else None,
+        "peak_kib_per_item_pathbind_full": round(kib_per_item(full), 2) if several and full else None,
+        "peak_kib_per_item_pathbind_image": round(kib_per_item(image), 2) if several else None,
+        "peak_kib_per_item_plain": round(kib_per_item(plain), 2) if several else None,
+        "overhead_ratio_pathbind_image_vs_plain": [round(statistics.median(r), 3) for r in ratios],
+        "overhead_ratio_range": [[round(r[0], 3), round(r[-1], 3)] for r in ratios],
+        "runs": full + pairs + grounding,
         "machine": {"cpu_count": os.cpu_count(), "load_average_before": load_before,
                     "load_average_after": [round(v, 2) for v in os.getloadavg()]}}))
 

@@ -190,12 +190,14 @@ def _yaml_loads(entries: list[TaskEntry]) -> list[Check]:
 
 
 def _task_index(pm: PluginManager, entries: list[TaskEntry]) -> list[Check]:
-    """The hook works when lmms-eval's own TaskManager resolves every plugin task to its YAML."""
+    """The hook works when lmms-eval's own TaskManager resolves every plugin task to its YAML. Indexing lmms-eval's
+    own tasks is nearly all of the doctor's time the first time (about 10 s), and is cached for the next."""
     from pathbind.lmms.tasks import task_index
 
-    print("pathbind doctor: indexing lmms-eval tasks (about 10 s)...", file=sys.stderr, flush=True)
+    print("pathbind doctor: indexing lmms-eval's tasks (about 10 s once per lmms-eval install, then cached)...",
+          file=sys.stderr, flush=True)
     try:
-        index = task_index(pm)
+        index, origin = task_index(pm)
     except ValueError:
         return [Check("task hook", "FAIL", "lmms-eval changed TaskManager; pass plugin task dirs with --include_path")]
     checks = []
@@ -205,7 +207,7 @@ def _task_index(pm: PluginManager, entries: list[TaskEntry]) -> list[Check]:
             checks.append(Check(f"task {entry.name}", "FAIL", f"lmms-eval resolves it to {found or 'nothing'}, "
                                 f"not {entry.yaml_path} (name clash or unindexable YAML); rename the task"))
     ok = sum(e.kind in ("task", "group") for e in entries) - len(checks)
-    return [Check("task hook", "OK", f"lmms-eval indexes {ok} PathBind tasks and groups"), *checks]
+    return [Check("task hook", "OK", f"lmms-eval indexes {ok} PathBind tasks and groups ({origin})"), *checks]
 
 
 def _data_root() -> Check:

@@ -13,5 +13,6 @@ fingerprinted there.
 - :mod:`~pathbind.lmms.running`: the task a task function runs for and its row ledger, handed to it explicitly;
 - :mod:`~pathbind.lmms.evaluate`: skipped tasks and conditions, ``results["pathbind"]``;
 - :mod:`~pathbind.lmms.table`: the console table; :mod:`~pathbind.lmms.cache`: ``--use_cache`` for PathBind models;
+- :mod:`~pathbind.lmms.cli`: the ``lmms_eval`` command, exiting 1 when an evaluation failed;
 - :mod:`~pathbind.lmms.patches`: the table, and the check that this lmms-eval is one PathBind runs on.
 """

@@ -76,10 +76,13 @@ PATCHES: tuple[Patch, ...] = (
           "the console table shows scalar metrics only (wrapped where lmms_eval.__main__ imported it)",
           "make_table skipping non-scalar values",
           ("9b57aad72e6d74fbb21b5d3f54f87860af9477100c76f1ecd493e857165379f9",)),
-    Patch("lmms_eval.__main__:cli_evaluate", "", "saves results.json before printing the table", "(relied on)",
+    Patch("lmms_eval.__main__:cli_evaluate", "", "saves results.json before printing the table; calls "
+          "cli_evaluate_single through its module global and catches what it raises", "(relied on)",
           ("3dc4c52220265285dd9cbfac8192d6ca1cb18082b0d4c7b6bebb824cd2a135db",
            "c2449f720c12938671fb2ffa1a86caa18f602f0d3eacd9e5ef2694acaf875d18")),
-    Patch("lmms_eval.__main__:cli_evaluate_single", "", "looks make_table up as a module global", "(relied on)",
+    Patch("lmms_eval.__main__:cli_evaluate_single", "cli._recording_failures",
+          "records a failed evaluation (raised, no task evaluated, no results file) for the `lmms_eval` command's "
+          "exit code; looks make_table up as a module global", "a non-zero exit code when an evaluation fails",
           ("b93ab192598fdf168c64902b3165bb27c9ca4ca9ab25686b3b180b2d68daf352",
            "1e1736ff42c739f7f6c52e1d3af691916d68f82ccfb4b0a350a1dc9d1142857e")),
     Patch("lmms_eval.cli.tasks_cmd:run_tasks", "", "`lmms-eval tasks list` builds a TaskManager (plugin tasks "

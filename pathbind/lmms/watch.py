@@ -60,6 +60,7 @@ def lmms_eval_task_dirs() -> list[str]:
 def watch_lmms_eval() -> None:
     """Install each patch once lmms-eval defines what it wraps, whichever of its modules is imported first."""
     from pathbind.lmms.cache import install_cache_hook
+    from pathbind.lmms.cli import install_outcome_hook
     from pathbind.lmms.evaluate import install_evaluate_hook
     from pathbind.lmms.table import install_table_hook
     from pathbind.lmms.tasks import install_task_hook
@@ -67,6 +68,7 @@ def watch_lmms_eval() -> None:
     when_defined("lmms_eval.tasks", "TaskManager", install_task_hook)
     when_defined("lmms_eval.evaluator", "evaluate", install_evaluate_hook)
     when_defined("lmms_eval.__main__", "make_table", install_table_hook)
+    when_defined("lmms_eval.__main__", "cli_evaluate_single", install_outcome_hook)
     when_defined("lmms_eval.caching.response_cache", "ResponseCache", install_cache_hook)
 
 
@@ -92,10 +94,13 @@ def when_defined(module_name: str, attribute: str, install: Callable[[], object]
 
 
 def _run_ready(module_name: str, namespace: Mapping[str, Any]) -> None:
-    """Call the pending installs whose attribute ``namespace`` now defines (each once)."""
+    """Call the pending installs whose attribute ``namespace`` now defines (each once: an install that looks an
+    attribute up on the watched module runs the others from there)."""
     pending = _PENDING.get(module_name, {})
     for attribute in [a for a in pending if a in namespace]:
-        _guarded(pending.pop(attribute))
+        install = pending.pop(attribute, None)
+        if install is not None:
+            _guarded(install)
 
 
 def _guarded(install: Callable[[], object]) -> None:

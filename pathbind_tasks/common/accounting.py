@@ -26,6 +26,7 @@ import datasets
 from loguru import logger
 
 from pathbind.lmms.running import Ledger, running_task
+from pathbind_tasks.common.columns import column_values
 from pathbind_tasks.common.harness import task_name
 
 NOT_EVALUATED = "beyond --limit, or every condition skipped for this model"
@@ -40,7 +41,7 @@ def close(ledger: Ledger, docs: datasets.Dataset) -> datasets.Dataset:
     """
     if ledger.kept is not None:
         return docs
-    ledger.kept = len(set(docs["id"]))
+    ledger.kept = len(set(column_values(docs, "id")))
     missing = ledger.rows - ledger.kept - sum(ledger.dropped.values())
     if missing:
         logger.error(f"task {task_name() or '?'}: {missing} of {ledger.rows} rows are neither kept nor dropped "
@@ -104,10 +105,11 @@ def without_faults(docs: datasets.Dataset, label: str) -> datasets.Dataset:
     columns = [name for name in FAULT_COLUMNS if name in docs.column_names]
     if not columns:
         return docs
-    problems = [next((p for p in values if p), "") for values in zip(*(docs[c] for c in columns), strict=True)]
+    problems = [next((p for p in values if p), "") for values in zip(*(column_values(docs, c) for c in columns),
+                                                                     strict=True)]
     faults = Counter(fault_reason(p) for p in problems if p)
     if faults:
-        ids = docs["id"]  # the column, not the rows: no image is decoded
+        ids = column_values(docs, "id")
         first = {fault_reason(p): _example(ids[i], p) for i, p in reversed(list(enumerate(problems))) if p}
         summary = "; ".join(f"{reason}: {n} (first {first[reason]})" for reason, n in faults.most_common())
         if sum(faults.values()) == len(docs):

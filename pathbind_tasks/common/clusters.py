@@ -23,6 +23,7 @@ import datasets
 
 from pathbind.lmms.running import running_task
 from pathbind_metrics.tcga import parse_barcode
+from pathbind_tasks.common.columns import column_values, with_column
 
 DEFAULT = "image"
 ITEM = "item"  # what an interval resamples when the records name no cluster
@@ -47,11 +48,11 @@ def with_clusters(docs: datasets.Dataset, image_keys: Sequence[str]) -> datasets
         if column not in docs.column_names:
             raise ValueError(f"metadata.pathbind_cluster names the column {column!r}, which the documents do not "
                              f"have (columns: {', '.join(docs.column_names)})")
-        keys, errors = (list(part) for part in zip(*(_key(value, column, kind == "case") for value in docs[column]),
-                                                   strict=True)) if len(docs) else ([], [])
+        found = [_key(value, column, kind == "case") for value in column_values(docs, column)]
+        keys, errors = (list(part) for part in zip(*found, strict=True)) if found else ([], [])
     keys = [f"{spec}={key}" if key else "" for key in keys]
     docs = docs.remove_columns([name for name in ("cluster", "cluster_error") if name in docs.column_names])
-    return docs.add_column("cluster", keys).add_column("cluster_error", errors)
+    return with_column(with_column(docs, "cluster", keys), "cluster_error", errors)
 
 
 def _key(value: Any, column: str, tcga_case: bool) -> tuple[str, str]:

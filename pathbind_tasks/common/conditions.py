@@ -17,6 +17,7 @@ from pyarrow.lib import ArrowException
 
 from pathbind_tasks.common.accounting import close, counting, without_faults
 from pathbind_tasks.common.clusters import with_clusters
+from pathbind_tasks.common.columns import column_values, with_column
 from pathbind_tasks.common.harness import task_name
 from pathbind_tasks.common.images import image_key, image_problem, max_pixels
 
@@ -70,7 +71,7 @@ def item_by_item(parts: Sequence[tuple[datasets.Dataset, Sequence[int]]]) -> dat
 
 
 def with_readable_images(docs: datasets.Dataset) -> datasets.Dataset:
-    """Check every image once, keeping each problem in ``image_error`` ("" when the image is fine) for
+    """Check every distinct image once, keeping each problem in ``image_error`` ("" when the image is fine) for
     ``without_faults`` to drop its item, and each item's ``cluster`` (:func:`clusters.with_clusters`: by
     default a digest of its image's bytes); ``image`` comes back as ``datasets.Image()``.
 
@@ -82,11 +83,26 @@ def with_readable_images(docs: datasets.Dataset) -> datasets.Dataset:
         Image.MAX_IMAGE_PIXELS = limit  # PIL's own bomb guard must not warn about or refuse an image accepted here
     raw = _undecoded(docs)
     errors, keys = [], []
+    checked: dict[str, str] = {}  # an image's bytes (and file) -> its problem: items sharing an image share its check
     for batch in raw.select_columns("image").iter(batch_size=256):  # batches bound the bytes held at once
         for value in batch["image"]:
-            errors.append(image_problem(value, limit))
-            keys.append("" if errors[-1] else image_key(value))
-    return with_clusters(raw.cast_column("image", datasets.Image()).add_column("image_error", errors), keys)
+            problem, key = _checked(value, limit, checked)
+            errors.append(problem)
+            keys.append("" if problem else key)
+    return with_clusters(with_column(raw.cast_column("image", datasets.Image()), "image_error", errors), keys)
+
+
+def _checked(value: dict | None, limit: int, checked: dict[str, str]) -> tuple[str, str]:
+    """:func:`image_problem` of ``value`` and its :func:`image_key`, decoded once per distinct encoded image (a file
+    once per path)."""
+    try:
+        key = image_key(value)
+    except OSError:  # a file that cannot be read: its problem names it
+        return image_problem(value, limit), ""
+    seen = key + ("" if value and value.get("bytes") is not None else f":{(value or {}).get('path')}")
+    if seen not in checked:
+        checked[seen] = image_problem(value, limit)
+    return checked[seen], key
 
 
 def _undecoded(docs: datasets.Dataset) -> datasets.Dataset:
@@ -100,11 +116,10 @@ def _undecoded(docs: datasets.Dataset) -> datasets.Dataset:
 def _condition(docs: datasets.Dataset, condition: str) -> tuple[datasets.Dataset, list[int]]:
     """The documents of ``condition`` and the positions of the items they are (a swap leaves out the items with
     no partner on another image)."""
-    tagged = docs.add_column("condition", [condition] * len(docs))
-    clusters = list(docs["cluster"])
+    tagged = with_column(docs, "condition", [condition] * len(docs))
+    ids, clusters = column_values(docs, "id"), column_values(docs, "cluster")
     if not condition.startswith("swap_"):
-        return tagged.add_column("image_from", list(docs["id"])).add_column("cluster_from", clusters), list(
-            range(len(docs)))
+        return with_column(with_column(tagged, "image_from", ids), "cluster_from", clusters), list(range(len(docs)))
     drawn = swap_partners(subset_keys(docs), clusters, same=condition == "swap_same")
     items = [i for i, p in enumerate(drawn) if p is not None]
     if len(items) < len(docs):
@@ -114,17 +129,16 @@ def _condition(docs: datasets.Dataset, condition: str) -> tuple[datasets.Dataset
     # Undecoded, so the swap copies encoded bytes instead of decoding every image.
     images = docs.cast_column("image", datasets.Image(decode=False)).select(partners)["image"]
     swapped = tagged.remove_columns("image").add_column("image", images, feature=docs.features["image"])
-    ids = docs["id"]
-    swapped = swapped.add_column("image_from", [ids[p] for p in partners])
-    return swapped.add_column("cluster_from", [clusters[p] for p in partners]).select(items), items
+    swapped = with_column(swapped, "image_from", [ids[p] for p in partners])
+    return with_column(swapped, "cluster_from", [clusters[p] for p in partners]).select(items), items
 
 
 def subset_keys(docs: datasets.Dataset) -> list[str]:
     """The subset an item belongs to for swaps: its dimension where it has one, else its source."""
-    def column(name: str) -> list:
-        return list(docs[name]) if name in docs.column_names else [None] * len(docs)
+    def values(name: str) -> list:
+        return column_values(docs, name) if name in docs.column_names else [None] * len(docs)
 
-    return [str(d) if d is not None else str(s or "") for d, s in zip(column("dimension"), column("source"),
+    return [str(d) if d is not None else str(s or "") for d, s in zip(values("dimension"), values("source"),
                                                                           strict=True)]
 
 

@@ -25,6 +25,7 @@ import datasets
 from loguru import logger
 
 from pathbind.data import DATA_ENV, override_dir
+from pathbind_tasks.common.columns import with_column
 from pathbind_tasks.common.harness import data_source
 
 TEXT = datasets.Value("string")
@@ -255,7 +256,7 @@ def embedded_docs(dataset: datasets.Dataset, keep: Sequence[int], columns: dict[
     """The kept rows' embedded images with the given schema columns (images are checked by with_conditions)."""
     docs = dataset.select(keep).select_columns(["image"]).flatten_indices()
     for name, values in columns.items():
-        docs = docs.add_column(name, values, feature=features[name])
+        docs = with_column(docs, name, values, features[name])
     return docs.select_columns(list(features)).cast(features)
 
 

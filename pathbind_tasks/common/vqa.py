@@ -17,6 +17,7 @@ from PIL import Image
 
 from pathbind import render_template
 from pathbind_metrics import choice_letters, parse_choice, parse_yes_no
+from pathbind_tasks.common.columns import with_column
 from pathbind_tasks.common.conditions import CONDITION_SETS, Converter, visual_for, with_conditions
 from pathbind_tasks.common.failures import no_answer_reason, scoring_failure
 from pathbind_tasks.common.harness import task_name
@@ -47,8 +48,8 @@ def vqa_docs(condition_set: str, convert: Converter | None = None) -> Converter:
         docs = convert(dataset) if convert else dataset
         docs = docs.remove_columns([name for name in ADDED if name in docs.column_names])
         fmt = answer_format(docs["options"] if "options" in docs.column_names else [])
-        docs = (docs.add_column("answer_format", [fmt] * len(docs))
-                .add_column("condition_set", [condition_set] * len(docs)))
+        docs = with_column(with_column(docs, "answer_format", [fmt] * len(docs)), "condition_set",
+                           [condition_set] * len(docs))
         return with_item_checks(docs)
 
     return with_conditions(CONDITION_SETS[condition_set], tagged)
@@ -61,7 +62,7 @@ def with_item_checks(docs: datasets.Dataset) -> datasets.Dataset:
     problems = [row.get("doc_error") or item_problem(row) for row in docs.select_columns(fields).to_list()]
     if "doc_error" in docs.column_names:
         docs = docs.remove_columns("doc_error")
-    return docs.add_column("doc_error", problems)
+    return with_column(docs, "doc_error", problems)
 
 
 def item_problem(doc: dict[str, Any]) -> str:

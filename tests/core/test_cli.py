@@ -40,11 +40,19 @@ def test_models_lists_the_controls(tmp_path):
 
 def test_doctor_passes_on_a_healthy_install(tmp_path):
     """Every check is OK or WARN: lmms-eval version, torch, plugins, YAMLs, task index, data, and each folder of
-    PATHBIND_DATA read as its tasks will (`pathbind data check`)."""
+    PATHBIND_DATA read as its tasks will (`pathbind data check`). lmms-eval's own task index is built once and
+    read from the user's cache the next time, with the same checks."""
     write_path_vqa(tmp_path / "data" / "path_vqa")
-    done = pathbind(tmp_path, "doctor", "--json", env={"PATHBIND_DATA": str(tmp_path / "data")})
-    assert done.returncode == 0, done.stdout + done.stderr
+    env = {"PATHBIND_DATA": str(tmp_path / "data"), "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    done, again = (pathbind(tmp_path, "doctor", "--json", env=env) for _ in range(2))
+    assert done.returncode == again.returncode == 0, done.stdout + done.stderr
     checks = {c["name"]: c for c in json.loads(done.stdout)}
+    cached = {c["name"]: c for c in json.loads(again.stdout)}
+    first, second = checks["task hook"]["detail"], cached["task hook"]["detail"]
+    assert {**checks, "task hook": None} == {**cached, "task hook": None}
+    assert " task YAMLs indexed in " in first and "; cached in " in first
+    assert f"task index read from {tmp_path / 'cache' / 'pathbind'}" in second
+    assert first.startswith("lmms-eval indexes ") and first.split(" (")[0] == second.split(" (")[0]
     assert checks["data check path_vqa"] == {"name": "data check path_vqa", "status": "OK",
                                              "detail": "rows kept: pathbind_path_vqa_image 3/4; no problems"}
     assert checks["lmms-eval"]["status"] == "OK"

@@ -124,7 +124,8 @@ def test_a_users_task_named_like_a_plugin_task_runs_without_pathbinds_report(tmp
 @pytest.mark.slow
 def test_a_data_copy_missing_a_column_fails_naming_the_task_and_the_cause(tmp_path):
     """A PATHBIND_DATA copy without the 'expression' column: lmms-eval's error names the task and the underlying
-    error at once, not RetryError[<Future ...>] after five attempts."""
+    error at once, not RetryError[<Future ...>] after five attempts; the installed ``lmms_eval`` exits 1 with that
+    cause as its last line."""
     rows = datasets.Dataset.from_parquet(str(DEMO / "data" / "grounding.parquet"))
     (tmp_path / "data" / "pathbind_demo_grounding").mkdir(parents=True)
     rows.remove_columns(["expression"]).to_parquet(tmp_path / "data" / "pathbind_demo_grounding" / "test.parquet")
@@ -134,6 +135,54 @@ def test_a_data_copy_missing_a_column_fails_naming_the_task_and_the_cause(tmp_pa
     assert ("Error during evaluation: task pathbind_demo_grounding: ValueError: grounding: the raw data has no column "
             "'expression'") in output
     assert "RetryError" not in output and not list((tmp_path / "out").rglob("*_results.json"))
+    assert done.returncode == 1 and done.stderr.splitlines()[-1].startswith(
+        "lmms_eval: error: TaskBuildError: task pathbind_demo_grounding: ValueError: grounding: the raw data has no "
+        "column 'expression'")
+
+
+BROKEN_TASK = """
+    task: broken_third_party
+    dataset_path: json
+    dataset_kwargs:
+      data_files:
+        test: {rows}
+    test_split: test
+    output_type: generate_until
+    doc_to_visual: !function utils.no_images
+    doc_to_text: !function utils.prompt
+    doc_to_target: answer
+    metric_list:
+      - metric: exact_match
+        aggregation: mean
+        higher_is_better: true
+"""
+BROKEN_UTILS = """
+    def no_images(doc):
+        return []
+
+
+    def prompt(doc):
+        return doc["question"] + " " + doc["context"]  # the rows have no context
+"""
+
+
+@pytest.mark.slow
+def test_a_broken_third_party_task_exits_1_from_lmms_eval_and_0_from_python_m_lmms_eval(tmp_path):
+    """A task of the user's that raises while its requests are built: PathBind's ``lmms_eval`` exits 1, its last
+    line the cause; lmms-eval's own ``python -m lmms_eval`` logs the same error and exits 0."""
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "rows.jsonl").write_text('{"question": "Is it?", "answer": "yes"}\n')
+    (mine / "task.yaml").write_text(textwrap.dedent(BROKEN_TASK.format(rows=mine / "rows.jsonl")))
+    (mine / "utils.py").write_text(textwrap.dedent(BROKEN_UTILS))
+    arguments = ["--model", "dummy", "--tasks", "broken_third_party", "--include_path", str(mine), "--output_path",
+                 str(tmp_path / "out")]
+    ours = run([str(BIN / "lmms_eval"), *arguments], cwd=tmp_path)
+    theirs = run([sys.executable, "-m", "lmms_eval", *arguments], cwd=tmp_path)
+    for done in (ours, theirs):
+        assert "Error during evaluation: 'context'" in done.stdout + done.stderr
+    assert ours.returncode == 1 and ours.stderr.splitlines()[-1] == "lmms_eval: error: KeyError: 'context'"
+    assert theirs.returncode == 0 and not list((tmp_path / "out").rglob("*_results.json"))
 
 
 def test_a_broken_pathbind_install_does_not_break_import_torch(tmp_path):

@@ -419,3 +419,37 @@ def test_lmms_eval_internals_are_imported_only_under_the_seam():
                 outside += [f"{path.relative_to(root)}: {name}" for name in names
                             if name.split(".")[0] == "lmms_eval" and name not in public]
     assert outside == []
+
+
+def test_an_evaluation_that_returns_without_evaluating_or_writing_is_recorded_as_failed(monkeypatch, tmp_path):
+    """What the ``lmms_eval`` command's exit code reads: an evaluation that raised, evaluated no task (each reason
+    named) or wrote no results file under --output_path failed; one that wrote its results did not."""
+    from argparse import Namespace
+
+    from pathbind.lmms import cli
+
+    monkeypatch.setattr(cli, "_FAILED", [])
+    args = Namespace(output_path=str(tmp_path))
+
+    def evaluation(results: dict, write: bool = False):
+        def cli_evaluate_single(args):
+            if write:
+                (tmp_path / "model" / "20260101_results.json").parent.mkdir(exist_ok=True)
+                (tmp_path / "model" / "20260101_results.json").write_text("{}")
+            return results, None
+        return cli._recording_failures(cli_evaluate_single)
+
+    skipped = {"results": {}, "pathbind": {"skipped_tasks": {"probe": "task probe: the model offers no attention"}}}
+    assert evaluation(skipped)(args) == (skipped, None)
+    evaluation({"results": {"vqa": {"acc,none": 1.0}}})(args)
+    evaluation({"results": {"vqa": {"acc,none": 1.0}}}, write=True)(args)
+
+    def broken(args):
+        raise KeyError("context")
+
+    with pytest.raises(KeyError):  # lmms-eval's cli_evaluate catches it and logs it
+        cli._recording_failures(broken)(args)
+    failed = cli._FAILED
+    assert failed == ["no task was evaluated; task probe: the model offers no attention",
+                      f"no results file was written under {tmp_path} (lmms-eval's log says why)",
+                      "KeyError: 'context'"]

@@ -104,7 +104,7 @@ def write_probe(folder: Path, parquet: Path) -> Path:
 
 
 def evaluate(tmp: Path, data: tuple[Path, dict[str, Item]], tasks: tuple[str, ...], *extra: str,
-             faults: bool = True) -> dict[str, Any]:
+             faults: bool = True, exit_code: int = 0) -> dict[str, Any]:
     """Run lmms-eval's openai model against a fresh server; the run's results, sample logs and the server's log."""
     root, items = data
     probe = write_probe(tmp / "probe", root / "pathbind_demo_vqa" / "test.parquet")
@@ -112,7 +112,7 @@ def evaluate(tmp: Path, data: tuple[Path, dict[str, Item]], tasks: tuple[str, ..
         model_args = (f"model_version=pathbind-test-vlm,base_url={server.base_url},api_key=test-key,"
                       f"max_retries={MAX_RETRIES},retry_backoff_s=0,num_concurrent=4")
         run = lmms_eval(tmp, "openai", ",".join(tasks), "--model_args", model_args, "--include_path", str(probe),
-                        *extra, env={"PATHBIND_DATA": str(root)})
+                        *extra, env={"PATHBIND_DATA": str(root)}, exit_code=exit_code)
     samples = {task: [json.loads(line) for path in run["out"].rglob(f"*_samples_{task}.jsonl")
                       for line in path.read_text().splitlines()] for task in TASKS}
     return {**run, "log": server.log, "samples": samples}
@@ -301,10 +301,12 @@ def test_simple_and_chat_backends_send_the_same_content(simple, chat, data):
 
 @pytest.mark.slow
 def test_a_run_of_only_unsupported_tasks_completes_with_nothing_sent(tmp_path, data):
-    """Every task skipped: lmms-eval still writes results.json, with no results and the reason; no request is sent."""
-    run = evaluate(tmp_path, data, (PROBE,))
+    """Every task skipped: lmms-eval still writes results.json, with no results and the reason; no request is sent;
+    ``lmms_eval`` exits 1, naming the reason last."""
+    run = evaluate(tmp_path, data, (PROBE,), exit_code=1)
     assert run["results"]["results"] == {} and not run["log"]
-    assert PROBE in run["results"]["pathbind"]["skipped_tasks"]
+    reason = run["results"]["pathbind"]["skipped_tasks"][PROBE]
+    assert run["stderr"].splitlines()[-1] == f"lmms_eval: error: no task was evaluated; {reason}"
 
 
 def test_user_turn_carries_the_condition_images_through_lmms_eval_chat_protocol():
