@@ -56,9 +56,19 @@ metric_list:
     aggregation: mean
     higher_is_better: true
 """
-# The plain task as an lmms-eval user writes one: keep the yes/no rows, ask, compare.
+# The plain task as an lmms-eval user writes one: keep the yes/no rows, ask, compare. It asks PathBind's yes/no
+# prompt and the model gives PathBind's answer format, so that the two sample logs' lmms-eval fields (the prompt, the
+# answer) are the same size and the difference between the tasks is PathBind's harness, not the prompt's length.
 PLAIN_UTILS = '''
+import re
+
 from PIL import Image
+
+PROMPT = (
+    "You are a pathology expert. Your task is to answer a yes/no question. Carefully examine the histological "
+    "features in the pathology image, recall the relevant pathology knowledge, and reason your way to the answer.\\n"
+    "Output your response strictly in this format:\\n<answer>Yes</answer> or <answer>No</answer>\\n\\n{question}\\n\\n"
+    'Answer with "Yes" or "No". Put only "Yes" or "No" inside <answer>...</answer>.')
 
 
 def process_docs(dataset):
@@ -70,11 +80,12 @@ def doc_to_visual(doc):
 
 
 def doc_to_text(doc, lmms_eval_specific_kwargs=None):
-    return doc["question"] + "\\nAnswer yes or no."
+    return PROMPT.format(question=doc["question"])
 
 
 def process_results(doc, results):
-    return {"exact_match": float(results[0].strip().lower() == doc["answer"].strip().lower())}
+    answer = re.search(r"<answer>(.*?)</answer>", results[0])
+    return {"exact_match": float(answer is not None and answer[1].strip().lower() == doc["answer"].strip().lower())}
 '''
 
 
@@ -179,7 +190,7 @@ def _echo_model_class() -> type:
     from lmms_eval.api.model import lmms
 
     class Echo(lmms):
-        """A trivial model: opens each request's images as a real model would and answers "yes"."""
+        """A trivial model: opens each request's images as a real model would and answers yes as asked."""
 
         def __init__(self, **kwargs: Any) -> None:
             super().__init__()
@@ -189,7 +200,7 @@ def _echo_model_class() -> type:
             for request in requests:
                 _, _, doc_to_visual, doc_id, task, split = request.args
                 [image.size for image in doc_to_visual(self.task_dict[task][split][doc_id])]
-                answers.append("yes")
+                answers.append("<answer>Yes</answer>")  # the blind control's answer, in the prompt's format
             return answers
 
         def loglikelihood(self, requests: list) -> list:
