@@ -56,9 +56,19 @@ metric_list:
     aggregation: mean
     higher_is_better: true
 """
-# The plain task as an lmms-eval user writes one: keep the yes/no rows, ask, compare.
+# The plain task as an lmms-eval user writes one: keep the yes/no rows, ask, compare. It asks PathBind's yes/no
+# prompt and the model gives PathBind's answer format, so that the two sample logs' lmms-eval fields (the prompt, the
+# answer) are the same size and the difference between the tasks is PathBind's harness, not the prompt's length.
 PLAIN_UTILS = '''
+import re
+
 from PIL import Image
+
+PROMPT = (
+    "You are a pathology expert. Your task is to answer a yes/no question. Carefully examine the histological "
+    "features in the pathology image, recall the relevant pathology knowledge, and reason your way to the answer.\\n"
+    "Output your response strictly in this format:\\n<answer>Yes</answer> or <answer>No</answer>\\n\\n{question}\\n\\n"
+    'Answer with "Yes" or "No". Put only "Yes" or "No" inside <answer>...</answer>.')
 
 
 def process_docs(dataset):
@@ -70,11 +80,12 @@ def doc_to_visual(doc):
 
 
 def doc_to_text(doc, lmms_eval_specific_kwargs=None):
-    return doc["question"] + "\\nAnswer yes or no."
+    return PROMPT.format(question=doc["question"])
 
 
 def process_results(doc, results):
-    return {"exact_match": float(results[0].strip().lower() == doc["answer"].strip().lower())}
+    answer = re.search(r"<answer>(.*?)</answer>", results[0])
+    return {"exact_match": float(answer is not None and answer[1].strip().lower() == doc["answer"].strip().lower())}
 '''
 
 
@@ -140,22 +151,24 @@ def _status_kib(field: str) -> int:
 
 
 class Stages:
-    """Stage boundaries: each stage's seconds and the peak RSS within it (the kernel's high-water mark, reset at
-    every boundary)."""
+    """Stage boundaries: each stage's seconds, its CPU seconds (every thread of the process: unlike the wall
+    clock, not stretched by other processes waiting for the same cores) and the peak RSS within it (the kernel's
+    high-water mark, reset at every boundary)."""
 
     def __init__(self) -> None:
         self.figures: dict[str, dict[str, float]] = {}
-        self.last = time.perf_counter()
+        self.last, self.last_cpu = time.perf_counter(), time.process_time()
         self.peak_kib = 0
 
     def end(self, stage: str) -> None:
-        now, peak = time.perf_counter(), _status_kib("VmHWM")
-        entry = self.figures.setdefault(stage, {"seconds": 0.0, "peak_mib": 0.0})
+        now, cpu, peak = time.perf_counter(), time.process_time(), _status_kib("VmHWM")
+        entry = self.figures.setdefault(stage, {"seconds": 0.0, "cpu_seconds": 0.0, "peak_mib": 0.0})
         entry["seconds"] += now - self.last
+        entry["cpu_seconds"] += cpu - self.last_cpu
         entry["peak_mib"] = max(entry["peak_mib"], peak / 1024)
         self.peak_kib = max(self.peak_kib, peak)
         Path("/proc/self/clear_refs").write_text("5")  # reset the high-water mark to the current RSS
-        self.last = now
+        self.last, self.last_cpu = now, cpu
 
 
 def _around(owner: Any, name: str, stages: Stages, before: str | None, after: str | None) -> None:
@@ -177,7 +190,7 @@ def _echo_model_class() -> type:
     from lmms_eval.api.model import lmms
 
     class Echo(lmms):
-        """A trivial model: opens each request's images as a real model would and answers "yes"."""
+        """A trivial model: opens each request's images as a real model would and answers yes as asked."""
 
         def __init__(self, **kwargs: Any) -> None:
             super().__init__()
@@ -187,7 +200,7 @@ def _echo_model_class() -> type:
             for request in requests:
                 _, _, doc_to_visual, doc_id, task, split = request.args
                 [image.size for image in doc_to_visual(self.task_dict[task][split][doc_id])]
-                answers.append("yes")
+                answers.append("<answer>Yes</answer>")  # the blind control's answer, in the prompt's format
             return answers
 
         def loglikelihood(self, requests: list) -> list:
@@ -224,8 +237,9 @@ def child(kind: str, task: str, data: Path, out: Path) -> None:
                 "--verbosity", "ERROR", *extra]
     cli_evaluate()
     stages.end("exit")
-    print(json.dumps({"stages": {k: {"seconds": round(v["seconds"], 3), "peak_mib": round(v["peak_mib"], 1)}
-                                 for k, v in stages.figures.items()}, "peak_mib": round(stages.peak_kib / 1024, 1)}))
+    print(json.dumps({"stages": {k: {"seconds": round(v["seconds"], 3), "cpu_seconds": round(v["cpu_seconds"], 3),
+                                     "peak_mib": round(v["peak_mib"], 1)} for k, v in stages.figures.items()},
+                      "peak_mib": round(stages.peak_kib / 1024, 1)}))
 
 
 # --- the parent ----------------------------------------------------------------------------------------------
@@ -243,22 +257,25 @@ def measure(kind: str, task: str, items: int, scratch: Path, pathvg: bool = Fals
     out = scratch / f"out-{kind}-{task}-{items}"
     figures = run_child(kind, task, data, out)
     harness = sum(v["seconds"] for k, v in figures["stages"].items() if k != "start-up")
+    harness_cpu = sum(v["cpu_seconds"] for k, v in figures["stages"].items() if k != "start-up")
     log = sum(path.stat().st_size for path in (out / "out").rglob("*_samples_*.jsonl"))
     subprocess.run(["rm", "-rf", str(out)], check=True)
     return {"kind": kind, "task": task, "items": items, "harness_seconds": round(harness, 2),
-            "ms_per_item": round(1000 * harness / items, 3), "sample_log_bytes_per_item": round(log / items), **figures}
+            "harness_cpu_seconds": round(harness_cpu, 2), "ms_per_item": round(1000 * harness / items, 3),
+            "sample_log_bytes_per_item": round(log / items), **figures}
 
 
 def paired(sizes: list[int], repeats: int,
-           scratch: Path) -> tuple[list[dict], list[dict], list[list[float]], list[dict]]:
+           scratch: Path) -> tuple[list[dict], list[dict], dict[str, list[list[float]]], list[dict]]:
     """Per size, ``repeats`` pairs of the image-only task then the plain one: the median run of each kind (by
-    harness seconds), every run, and each size's pair ratios, sorted."""
-    image, plain, ratios, every = [], [], [], []
+    harness seconds), every run, and each size's pair ratios (wall clock, then CPU time), sorted."""
+    image, plain, ratios, every = [], [], {"seconds": [], "cpu_seconds": []}, []
     for n in sizes:
         pairs = [(measure("pathbind", "pathbind_path_vqa_image", n, scratch), measure("plain", PLAIN_TASK, n, scratch))
                  for _ in range(repeats)]
         every += [run for pair in pairs for run in pair]
-        ratios.append(sorted(a["harness_seconds"] / b["harness_seconds"] for a, b in pairs))
+        for clock in ratios:
+            ratios[clock].append(sorted(a[f"harness_{clock}"] / b[f"harness_{clock}"] for a, b in pairs))
         for kind, runs in zip((image, plain), zip(*pairs, strict=True), strict=True):
             kind.append(sorted(runs, key=lambda run: run["harness_seconds"])[len(runs) // 2])
     return image, plain, ratios, every
@@ -309,8 +326,10 @@ def main() -> None:
         "peak_kib_per_item_pathbind_full": round(kib_per_item(full), 2) if several and full else None,
         "peak_kib_per_item_pathbind_image": round(kib_per_item(image), 2) if several else None,
         "peak_kib_per_item_plain": round(kib_per_item(plain), 2) if several else None,
-        "overhead_ratio_pathbind_image_vs_plain": [round(statistics.median(r), 3) for r in ratios],
-        "overhead_ratio_range": [[round(r[0], 3), round(r[-1], 3)] for r in ratios],
+        "overhead_ratio_pathbind_image_vs_plain": [round(statistics.median(r), 3) for r in ratios["seconds"]],
+        "overhead_ratio_range": [[round(r[0], 3), round(r[-1], 3)] for r in ratios["seconds"]],
+        "cpu_overhead_ratio_pathbind_image_vs_plain": [round(statistics.median(r), 3) for r in ratios["cpu_seconds"]],
+        "cpu_overhead_ratio_range": [[round(r[0], 3), round(r[-1], 3)] for r in ratios["cpu_seconds"]],
         "runs": full + pairs + grounding,
         "machine": {"cpu_count": os.cpu_count(), "load_average_before": load_before,
                     "load_average_after": [round(v, 2) for v in os.getloadavg()]}}))
