@@ -63,7 +63,7 @@ test: lint docs
 # CLI reference page is generated from the installed commands' argument parsers (docs/hooks.py).
 SITE ?= out/site
 docs: install
-	$(BIN)/mkdocs build --strict --site-dir $(abspath $(SITE))
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(abspath $(SITE))
 
 # The real tokenizer, processor and chat-template files (no weights) of the checkpoints the tests' tiny models
 # copy, from the hub at pinned revisions, checked against their sha256 (tests/realtok.py reads the same folder).

@@ -33,7 +33,8 @@ FAST = ("--gen_kwargs", "max_new_tokens=8", "--limit", "4")
 
 def needs_decord() -> None:
     # lmms-eval's qwen2_5_vl and llava_hf modules import decord at module level, image tasks or not.
-    pytest.importorskip("decord", reason="lmms-eval's qwen2_5_vl and llava_hf wrappers import decord")
+    pytest.importorskip("decord", reason="lmms-eval's qwen2_5_vl and llava_hf wrappers import decord: "
+                        "pip install 'pathbind[lmms-wrappers]' (make install does)")
 
 
 @pytest.fixture(scope="module")
