@@ -348,7 +348,7 @@ def task_index(pm: PluginManager | None = None) -> tuple[dict[str, dict], str]:
     reader.logger = logger
     builtin, origin = builtin_task_index(reader._get_task_and_group)
     pm = pm or get_plugin_manager()
-    return merge_plugin_tasks(reader._get_task_and_group, builtin, pm.task_dirs(), pm.task_variants())[0], origin
+    return merge_plugin_tasks(_plugin_dir_reader(reader), builtin, pm.task_dirs(), pm.task_variants())[0], origin
 
 
 def builtin_task_index(read_dir: Callable[[str], dict]) -> tuple[dict[str, dict], str]:
