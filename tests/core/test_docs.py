@@ -3,8 +3,9 @@ Python example in the README and the docs runs.
 
 An example is a fenced ``bash`` or ``python`` block. The HTML comment right above a block may say how it runs:
 ``<!-- excerpt: PATH -->`` (code quoted from the tree, checked by test_guides.py), ``<!-- not run: REASON -->``
-(a command that installs or needs a GPU, a server or the hub), or ``<!-- run with: --limit N -->`` (each
-``lmms_eval`` command of the block runs on the first N documents). A page's examples run in order in one folder
+(a command that installs, or needs a GPU, a server, the hub or data of your own), or
+``<!-- run with: --limit N -->`` (each ``lmms_eval`` command of the block, ``python -m`` and ``torchrun -m`` ones
+included, runs on the first N documents). A page's examples run in order in one folder
 that holds the checkout's files, so a later example reads what an earlier one wrote.
 """
 
@@ -24,7 +25,9 @@ from conftest import BIN, OFFLINE
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-PAGES = sorted(DOCS.rglob("*.md"))
+SITE_PAGES = sorted(DOCS.rglob("*.md"))
+PAGES = [ROOT / "README.md", *SITE_PAGES]
+README_LINES = 250
 INCLUDE = re.compile(r'^--8<-- "([^"]+)"$', re.M)  # pymdownx.snippets: the file's text stands in for the line
 FENCE = re.compile(r"(?:<!-- (?P<note>[^\n]*?) -->\s*)?^```(?P<lang>[\w-]*)\n(?P<code>.*?)^```$", re.S | re.M)
 RUNNABLE = {"bash", "python"}
@@ -67,7 +70,32 @@ def test_every_page_is_on_the_site():
         return [page for item in items for page in listed(item)]  # type: ignore[union-attr]
 
     config = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)  # no !tags in it
-    assert sorted(listed(config["nav"])) == sorted(str(p.relative_to(DOCS)) for p in PAGES)
+    assert sorted(listed(config["nav"])) == sorted(str(p.relative_to(DOCS)) for p in SITE_PAGES)
+
+
+def test_the_readme_is_short_and_its_links_reach_files():
+    """The README stays a front page (the site holds the rest), and every relative link names a file that exists."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= README_LINES
+    links = re.findall(r"\]\((?!https?://)([^)#]+)(?:#[^)]*)?\)", readme)
+    missing = [link for link in links if not (ROOT / link).is_file()]
+    assert links and not missing, missing
+
+
+def quoting(page: Path) -> bool:
+    return "guides" not in page.parts and any(b.note.startswith("excerpt:") for b in blocks(page))
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if quoting(p)], ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_excerpt_outside_the_guides_is_in_the_file_it_names(page):
+    """Code a page quotes from the tree (``<!-- excerpt: PATH -->``) is in that file (test_guides checks the guides)."""
+    def lines(text: str) -> list[str]:
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+    for block in blocks(page):
+        if block.note.startswith("excerpt:"):
+            source, quoted = lines((ROOT / block.note.split()[1]).read_text(encoding="utf-8")), lines(block.code)
+            assert any(source[i:i + len(quoted)] == quoted for i in range(len(source))), where(block)
 
 
 def test_the_changelogs_newest_version_is_the_packages():
@@ -97,7 +125,7 @@ def workspace(tmp_path: Path) -> Path:
 
 def limited(code: str, note: str) -> str:
     limit = re.fullmatch(r"run with: (--limit \d+)", note)
-    return re.sub(r"^(\s*lmms_eval)\b", rf"\1 {limit[1]}", code, flags=re.M) if limit else code
+    return re.sub(r"(^|\s)lmms_eval(?=\s)", rf"\1lmms_eval {limit[1]}", code, flags=re.M) if limit else code
 
 
 @pytest.mark.slow
