@@ -202,7 +202,7 @@ def evaluate_without_the_skip(monkeypatch: pytest.MonkeyPatch, lm: Any) -> dict[
 @pytest.mark.slow
 @needs_realtok
 def test_without_pathbind_s_skip_llava_hf_chat_crashes_on_the_text_only_document(monkeypatch, checkpoint):
-    """The failure the table records (if lmms-eval fixes it, this fails: drop the entry and update the README)."""
+    """The failure the table records (if lmms-eval fixes it, this fails: drop the entry and update docs/models.md)."""
     needs_decord()
     from lmms_eval.models.chat.llava_hf import LlavaHf
 
