@@ -59,7 +59,7 @@ def test_wheel_declares_plugins_models_tasks_and_scripts(wheel):
                  "pathbind_analysis = pathbind_analysis.plugin",
                  "pathbind = pathbind.lmms.watch:lmms_eval_models",
                  "pathbind = pathbind.lmms.watch:lmms_eval_task_dirs",
-                 "lmms_eval = lmms_eval.cli.dispatch:main", "pathbind = pathbind.cli:console"):
+                 "lmms_eval = pathbind.lmms.cli:main", "pathbind = pathbind.cli:console"):
         assert line in entry_points, line
 
 
