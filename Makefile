@@ -1,4 +1,5 @@
-# PathBind: `make demo` runs the offline demo, `make test` runs every check (`make test-fast` a quick subset).
+# PathBind: `make demo` runs the offline demo, `make test` runs every check (`make test-fast` a quick subset),
+# `make docs` builds the documentation site, `make realtok` fetches the real tokenizer files some tests read.
 # All set up .venv first.
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -16,20 +17,27 @@ DEPS_STAMP := $(VENV)/.deps-$(shell cat pyproject.toml Makefile | sha256sum | cu
 TEST_WORKERS ?= auto
 PYTEST := $(OFFLINE) $(BIN)/pytest --numprocesses $(TEST_WORKERS) --maxprocesses 4 --dist worksteal --durations 15
 
-.PHONY: demo test test-fast compat compat-transformers install lint clean
+# The index torch and torchvision come from. PyPI's Linux torch wheels carry the CUDA libraries (about 4 GB); a
+# machine without a GPU can take the CPU builds: make demo TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu
+TORCH_INDEX_URL ?=
+TORCH_INDEX := $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
+# Everything the checks need: the tests, lmms-eval's own model wrappers (decord) and the docs site.
+EXTRAS := test,lmms-wrappers,docs
+
+.PHONY: demo test test-fast docs realtok compat compat-transformers install lint clean
 
 $(DEPS_STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip setuptools
 	@# The pinned torch release lmms-eval 0.7.3's torchvision requires; a plain `torch` would pull a newer build.
-	$(PIP) install --quiet torch==2.14.1 torchvision==0.29.1
-	$(PIP) install --quiet '.[test]'
+	$(PIP) install --quiet $(TORCH_INDEX) torch==2.14.1 torchvision==0.29.1
+	$(PIP) install --quiet '.[$(EXTRAS)]'
 	rm -f $(VENV)/.deps-* && touch $@
 
-# A regular (non-editable) install, as users get it from `pip install .`; tests run against it.
+# A regular (non-editable) install, as users get it from `pip install .`; tests run against it. PathBind's own
+# build backend starts from an empty build/ (build_backend/clean_build.py); the example plugin's does not.
 install: $(DEPS_STAMP)
-	@# setuptools packs whatever its build/ folder holds: a module deleted since the last build would be installed.
-	rm -rf build examples/pathbind-example-plugin/build
+	rm -rf examples/pathbind-example-plugin/build
 	$(PIP) install --quiet --no-deps --no-build-isolation --force-reinstall . ./examples/pathbind-example-plugin
 
 demo: install
@@ -43,13 +51,25 @@ demo: install
 	$(OFFLINE) $(BIN)/pathbind report $(OUT)/pathbind_control $(OUT)/pathbind_blind $(OUT)/pathbind_tiny $(OUT)/pathbind_tiny_untrained --out $(OUT)/report
 
 lint: install
-	$(BIN)/ruff check pathbind_autoload.py pathbind_conventions.py pathbind pathbind_tasks pathbind_models pathbind_metrics pathbind_analysis tests examples benchmarks
+	$(BIN)/ruff check pathbind_autoload.py pathbind_conventions.py pathbind pathbind_tasks pathbind_models pathbind_metrics pathbind_analysis tests examples benchmarks build_backend docs
 	@# The cache lives in the venv, which CI keeps between runs: a fresh clone re-checks only what changed.
 	$(BIN)/mypy --cache-dir $(VENV)/.mypy_cache
 
 # The pytest script (not `python -m pytest`) keeps the source tree off sys.path: tests use the installed package.
-test: lint
+test: lint docs
 	$(PYTEST) $(PYTEST_ARGS)
+
+# The documentation site (mkdocs.yml): --strict fails on a broken link, a missing page or any other warning. The
+# CLI reference page is generated from the installed commands' argument parsers (docs/hooks.py).
+SITE ?= out/site
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(abspath $(SITE))
+
+# The real tokenizer, processor and chat-template files (no weights) of the checkpoints the tests' tiny models
+# copy, from the hub at pinned revisions, checked against their sha256 (tests/realtok.py reads the same folder).
+REALTOK_DIR ?= .cache/realtok
+realtok: install
+	$(BIN)/python tests/realtok.py fetch $(REALTOK_DIR)
 
 # The inner loop: unit tests and one end-to-end run through lmms_eval; `make test` keeps every check.
 test-fast: install
@@ -78,9 +98,9 @@ compat-transformers:
 	@test -n "$(TRANSFORMERS_FLOOR)" || { echo "no transformers>=X lower bound found in pyproject.toml"; exit 2; }
 	test -x $(FLOOR_BIN)/python || $(PYTHON) -m venv $(FLOOR_VENV)
 	$(FLOOR_BIN)/python -m pip --disable-pip-version-check install --quiet --upgrade pip setuptools
-	$(FLOOR_BIN)/python -m pip --disable-pip-version-check install --quiet torch==2.14.1 torchvision==0.29.1
+	$(FLOOR_BIN)/python -m pip --disable-pip-version-check install --quiet $(TORCH_INDEX) torch==2.14.1 torchvision==0.29.1
 	@# One resolve with the floor pinned: tokenizers and huggingface-hub come in the releases it accepts.
-	$(FLOOR_BIN)/python -m pip --disable-pip-version-check install --quiet '.[test]' \
+	$(FLOOR_BIN)/python -m pip --disable-pip-version-check install --quiet '.[test,lmms-wrappers]' \
 		./examples/pathbind-example-plugin 'transformers==$(TRANSFORMERS_FLOOR)'
 	cd / && $(FLOOR_BIN)/python -c "import transformers as t; from packaging.version import Version as V; \
 		assert V(t.__version__) == V('$(TRANSFORMERS_FLOOR)'), t.__version__; print('transformers', t.__version__)"

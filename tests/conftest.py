@@ -31,6 +31,18 @@ def pytest_configure(config: pytest.Config) -> None:
             os.environ.setdefault(variable, "1")
 
 
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """How many tests skipped for want of the real tokenizer/processor files, and how to get them."""
+    from realtok import MISSING, skip_reason
+
+    skipped = [r for r in terminalreporter.stats.get("skipped", [])
+               if isinstance(r.longrepr, tuple) and MISSING in str(r.longrepr[2])]
+    if skipped:
+        terminalreporter.write_sep("-", "real tokenizer files", yellow=True)
+        terminalreporter.write_line(f"{len(skipped)} tests skipped: {skip_reason()} "
+                                    "(or set PATHBIND_REALTOK to a folder holding them)")
+
+
 @pytest.fixture
 def running_task():
     """A running task, as the seam sets one around a task's functions: ``.ledger`` is its last process_docs's."""
@@ -202,8 +214,8 @@ def tiny_model(tmp_path_factory):
 def realtok_model(tmp_path_factory):
     """Factory ``realtok_model(name) -> Path``: a tiny random model carrying ``name``'s real tokenizer, processor and
     chat template (``tests/realtok.py``), built once per session."""
-    from realtok import available, make_realtok_model
+    from realtok import available, make_realtok_model, skip_reason
 
     if not available():
-        pytest.skip("the real checkpoint files (../shared/realtok) are not beside this checkout")
+        pytest.skip(skip_reason())
     return _built_once(tmp_path_factory.mktemp("realtok_models"), make_realtok_model)

@@ -6,6 +6,7 @@ for the report, lmms-eval's data loading for ``pathbind data check``).
 
 from __future__ import annotations
 
+import copy
 import functools
 import hashlib
 import json
@@ -78,7 +79,7 @@ def _indexing_plugin_dirs(original: Any, manager: Callable[[], PluginManager]) -
         # tasks: installed plugins are indexed whatever include_defaults says, like entry-point models.
         index = original(self, include_path=include_path, include_defaults=include_defaults)
         pm = manager()
-        merged, conflicts = merge_plugin_tasks(self._get_task_and_group, index, pm.task_dirs(), pm.task_variants())
+        merged, conflicts = merge_plugin_tasks(_plugin_dir_reader(self), index, pm.task_dirs(), pm.task_variants())
         for conflict in conflicts:
             logger.warning(f"pathbind: {conflict.message}")
         return merged
@@ -140,6 +141,27 @@ def merge_plugin_tasks(read_dir: Callable[[str], dict], index: dict, dirs: list[
     return merged, conflicts
 
 
+def _plugin_dir_reader(task_manager: Any) -> Callable[[str], dict]:
+    """``task_manager._get_task_and_group`` without its DEBUG line for each YAML that is neither a task nor a group:
+    in a plugin's folder those are its shared ``include:`` bases (``_pathview.yaml``) and data files, by design."""
+    reader = copy.copy(task_manager)
+    reader.logger = _WithoutDebug(task_manager.logger)
+    return reader._get_task_and_group
+
+
+class _WithoutDebug:
+    """A logger that drops DEBUG messages and passes every other call through."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def debug(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
 def _plugin_entries(read_dir: Callable[[str], dict], contributed: Path | TaskVariants) -> dict:
     """The index entries of a task folder, or of the variants a TaskVariants declares: each task of its source
     folder renamed, at its source's YAML (a task the rename cannot name has none; the catalog reports it)."""
@@ -171,7 +193,7 @@ def task_conflicts(pm: PluginManager | None = None) -> list[str]:
     reader = TaskManager.__new__(TaskManager)  # only its YAML indexing is used, which reads nothing else but this
     reader.logger = logger
     pm = pm or get_plugin_manager()
-    _, conflicts = merge_plugin_tasks(reader._get_task_and_group, {}, pm.task_dirs(), pm.task_variants())
+    _, conflicts = merge_plugin_tasks(_plugin_dir_reader(reader), {}, pm.task_dirs(), pm.task_variants())
     return [c.message for c in conflicts]
 
 
@@ -326,7 +348,7 @@ def task_index(pm: PluginManager | None = None) -> tuple[dict[str, dict], str]:
     reader.logger = logger
     builtin, origin = builtin_task_index(reader._get_task_and_group)
     pm = pm or get_plugin_manager()
-    return merge_plugin_tasks(reader._get_task_and_group, builtin, pm.task_dirs(), pm.task_variants())[0], origin
+    return merge_plugin_tasks(_plugin_dir_reader(reader), builtin, pm.task_dirs(), pm.task_variants())[0], origin
 
 
 def builtin_task_index(read_dir: Callable[[str], dict]) -> tuple[dict[str, dict], str]:

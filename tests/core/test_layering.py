@@ -1,4 +1,5 @@
-"""The package layering of the README's Architecture table: each package imports only what its row allows."""
+"""The package layering of the Layering table in docs/architecture.md: each package imports only what its row
+allows."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
 
 def may_import() -> dict[str, set[str]]:
     """Each package's "may import" cell of the table: the module names it gives in backticks."""
-    section = (ROOT / "README.md").read_text(encoding="utf-8").split("\n## Architecture\n", 1)[1].split("\n## ", 1)[0]
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = page.split("\n## Layering\n", 1)[1].split("\n## ", 1)[0]
     cells = (line.strip("| ").split(" | ") for line in section.splitlines() if line.startswith("| `"))
     return {row[0].strip("`"): set(re.findall(r"`([A-Za-z_][\w.]*)`", row[2])) for row in cells if len(row) == 3}
 

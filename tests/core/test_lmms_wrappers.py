@@ -33,7 +33,8 @@ FAST = ("--gen_kwargs", "max_new_tokens=8", "--limit", "4")
 
 def needs_decord() -> None:
     # lmms-eval's qwen2_5_vl and llava_hf modules import decord at module level, image tasks or not.
-    pytest.importorskip("decord", reason="lmms-eval's qwen2_5_vl and llava_hf wrappers import decord")
+    pytest.importorskip("decord", reason="lmms-eval's qwen2_5_vl and llava_hf wrappers import decord: "
+                        "pip install 'pathbind[lmms-wrappers]' (make install does)")
 
 
 @pytest.fixture(scope="module")
@@ -201,7 +202,7 @@ def evaluate_without_the_skip(monkeypatch: pytest.MonkeyPatch, lm: Any) -> dict[
 @pytest.mark.slow
 @needs_realtok
 def test_without_pathbind_s_skip_llava_hf_chat_crashes_on_the_text_only_document(monkeypatch, checkpoint):
-    """The failure the table records (if lmms-eval fixes it, this fails: drop the entry and update the README)."""
+    """The failure the table records (if lmms-eval fixes it, this fails: drop the entry and update docs/models.md)."""
     needs_decord()
     from lmms_eval.models.chat.llava_hf import LlavaHf
 

@@ -153,6 +153,22 @@ def test_without_defaults_the_plugin_tasks_are_indexed_and_lmms_evals_are_not(pl
                for e in index.values() if e["yaml_path"] != -1)
 
 
+def test_indexing_the_plugins_logs_nothing_about_their_include_only_yamls(plugins_only):
+    """lmms-eval logs a DEBUG line for each YAML that is no task (``lmms-eval tasks list`` shows them); a plugin's
+    shared ``include:`` bases are that by design, so indexing its folders says nothing about them."""
+    from lmms_eval.tasks import TaskManager
+    from loguru import logger
+
+    lines: list[str] = []
+    sink = logger.add(lambda message: lines.append(message.record["message"]), level="DEBUG")
+    try:
+        index = TaskManager("DEBUG", include_defaults=False).task_index
+    finally:
+        logger.remove(sink)
+    assert "pathview_slide" in index  # the folder of _pathview.yaml was read
+    assert not [line for line in lines if "could not be loaded as a task or group" in line], lines
+
+
 def test_the_hook_is_idempotent_and_keeps_user_include_paths(plugins_only, tmp_path):
     """Installing twice changes nothing; --include_path tasks are indexed beside the plugins'."""
     from lmms_eval.tasks import TaskManager

@@ -2,26 +2,24 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from PIL import Image
+from realtok import REALTOK, available, skip_reason
 from transformers import AutoProcessor
 
 from pathbind.box_frames import frame_asked, frame_words
 from pathbind_models.hf import frames
 from pathbind_models.hf.families import FAMILIES
 
-REALTOK = Path("/work/shared/realtok/qwen2_5_vl")  # Qwen2.5-VL-7B-Instruct's own processor files
-
 
 @pytest.fixture(scope="module")
 def qwen2_5_vl():
     """The real Qwen2.5-VL processor: min_pixels 3136, max_pixels 12845056, patch 14, merge 2."""
-    if not REALTOK.is_dir():
-        pytest.skip(f"{REALTOK} is not on this machine")
-    return AutoProcessor.from_pretrained(REALTOK)
+    if not available():
+        pytest.skip(skip_reason())
+    return AutoProcessor.from_pretrained(REALTOK / "qwen2_5_vl")  # Qwen2.5-VL-7B-Instruct's own processor files
 
 
 def test_every_frame_is_worded_and_read_back():

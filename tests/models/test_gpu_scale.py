@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 from conftest import OFFLINE
-from realtok import REALTOK
+from realtok import REALTOK, skip_reason
 
 from pathbind_models.hf.adapter import HFAdapter
 
@@ -52,7 +52,7 @@ def test_full_size_dimensions_are_the_published_ones(family):
     from transformers import AutoConfig, AutoModelForImageTextToText
 
     if not (REALTOK / family / "config.json").is_file():
-        pytest.skip("the real checkpoint files (../shared/realtok) are not beside this checkout")
+        pytest.skip(skip_reason())
     real = AutoConfig.from_pretrained(REALTOK / family)
     dims = gpu_scale.FULL[family]
     for key, value in dims["text"].items():

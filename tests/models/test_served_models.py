@@ -375,7 +375,7 @@ def test_the_evaluate_hook_is_installed_where_lmms_eval_looks_it_up():
 
 def test_lmms_eval_openai_model_ignores_its_timeout_argument():
     """lmms-eval 0.7.3 stores `timeout` but builds its OpenAI client without it: requests wait the client's default
-    600 s read timeout (the README says so; when this fails, upstream fixed it)."""
+    600 s read timeout (docs/models.md says so; when this fails, upstream fixed it)."""
     from lmms_eval.models.chat.openai import OpenAICompatible
 
     model = OpenAICompatible(model_version="m", base_url="http://127.0.0.1:9/v1", api_key="k", timeout=1)

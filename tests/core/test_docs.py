@@ -1,0 +1,141 @@
+"""The documentation: every page is on the site, the changelog names the package's version, and every shell and
+Python example in the README and the docs runs.
+
+An example is a fenced ``bash`` or ``python`` block. The HTML comment right above a block may say how it runs:
+``<!-- excerpt: PATH -->`` (code quoted from the tree, checked by test_guides.py), ``<!-- not run: REASON -->``
+(a command that installs, or needs a GPU, a server, the hub or data of your own), or
+``<!-- run with: --limit N -->`` (each ``lmms_eval`` command of the block, ``python -m`` and ``torchrun -m`` ones
+included, runs on the first N documents). A page's examples run in order in one folder
+that holds the checkout's files, so a later example reads what an earlier one wrote.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import BIN, OFFLINE
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+SITE_PAGES = sorted(DOCS.rglob("*.md"))
+PAGES = [ROOT / "README.md", *SITE_PAGES]
+README_LINES = 250
+INCLUDE = re.compile(r'^--8<-- "([^"]+)"$', re.M)  # pymdownx.snippets: the file's text stands in for the line
+FENCE = re.compile(r"(?:<!-- (?P<note>[^\n]*?) -->\s*)?^```(?P<lang>[\w-]*)\n(?P<code>.*?)^```$", re.S | re.M)
+RUNNABLE = {"bash", "python"}
+NOT_RUNNABLE = {"text", "yaml", "toml", "json", "jinja", ""}  # output, configuration and templates: nothing to run
+
+
+@dataclass(frozen=True)
+class Example:
+    page: Path
+    line: int
+    lang: str
+    code: str
+    note: str
+
+
+def page_text(page: Path) -> str:
+    return INCLUDE.sub(lambda match: (ROOT / match[1]).read_text(encoding="utf-8"), page.read_text(encoding="utf-8"))
+
+
+def blocks(page: Path) -> list[Example]:
+    text = page_text(page)
+    return [Example(page, text.count("\n", 0, match.start("code")), match["lang"], match["code"], match["note"] or "")
+            for match in FENCE.finditer(text)]
+
+
+def runnable(page: Path) -> list[Example]:
+    return [b for b in blocks(page) if b.lang in RUNNABLE and not b.note.startswith(("excerpt:", "not run:"))]
+
+
+def where(example: Example) -> str:
+    return f"{example.page.relative_to(ROOT)}:{example.line}"
+
+
+def test_every_page_is_on_the_site():
+    """The navigation of mkdocs.yml lists every page of docs/ (mkdocs --strict fails on the reverse)."""
+    def listed(entry: object) -> list[str]:
+        if isinstance(entry, str):
+            return [entry]
+        items = entry.values() if isinstance(entry, dict) else entry
+        return [page for item in items for page in listed(item)]  # type: ignore[union-attr]
+
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)  # no !tags in it
+    assert sorted(listed(config["nav"])) == sorted(str(p.relative_to(DOCS)) for p in SITE_PAGES)
+
+
+def test_the_readme_is_short_and_its_links_reach_files():
+    """The README stays a front page (the site holds the rest), and every relative link names a file that exists."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= README_LINES
+    links = re.findall(r"\]\((?!https?://)([^)#]+)(?:#[^)]*)?\)", readme)
+    missing = [link for link in links if not (ROOT / link).is_file()]
+    assert links and not missing, missing
+
+
+def quoting(page: Path) -> bool:
+    return "guides" not in page.parts and any(b.note.startswith("excerpt:") for b in blocks(page))
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if quoting(p)], ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_excerpt_outside_the_guides_is_in_the_file_it_names(page):
+    """Code a page quotes from the tree (``<!-- excerpt: PATH -->``) is in that file (test_guides checks the guides)."""
+    def lines(text: str) -> list[str]:
+        return [line.strip() for line in text.splitlines() if line.strip()]
+
+    for block in blocks(page):
+        if block.note.startswith("excerpt:"):
+            source, quoted = lines((ROOT / block.note.split()[1]).read_text(encoding="utf-8")), lines(block.code)
+            assert any(source[i:i + len(quoted)] == quoted for i in range(len(source))), where(block)
+
+
+def test_the_changelogs_newest_version_is_the_packages():
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    newest = re.search(r"^## \[(\d[^\]]*)\]", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert newest and newest[1] == version
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_block_is_an_example_that_runs_or_says_why_not(page):
+    """A shell block written as ``sh`` or ``console`` would escape the runner; a skipped example gives its reason."""
+    for block in blocks(page):
+        assert block.lang in RUNNABLE | NOT_RUNNABLE, f"{where(block)}: a ```{block.lang} block (use bash or python)"
+        if block.note.startswith("not run:"):
+            assert block.note.removeprefix("not run:").strip(), f"{where(block)}: say why the example does not run"
+
+
+def workspace(tmp_path: Path) -> Path:
+    """A folder with the checkout's files (linked, not copied) and none of its outputs."""
+    folder = tmp_path / "workspace"
+    folder.mkdir()
+    for entry in ROOT.iterdir():
+        if entry.name not in {"out", "build", ".cache"} and not entry.name.startswith((".venv", ".git")):
+            (folder / entry.name).symlink_to(entry)
+    return folder
+
+
+def limited(code: str, note: str) -> str:
+    limit = re.fullmatch(r"run with: (--limit \d+)", note)
+    return re.sub(r"(^|\s)lmms_eval(?=\s)", rf"\1lmms_eval {limit[1]}", code, flags=re.M) if limit else code
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", [p for p in PAGES if runnable(p)], ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_examples_run(page, tmp_path):
+    folder = workspace(tmp_path)
+    env = {**os.environ, **OFFLINE, "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}"}
+    for example in runnable(page):
+        code = limited(example.code, example.note)
+        command = ["bash", "-euo", "pipefail", "-c", code] if example.lang == "bash" else [sys.executable, "-c", code]
+        done = subprocess.run(command, cwd=folder, env=env, capture_output=True, text=True, timeout=1800)
+        assert done.returncode == 0, (f"{where(example)}: the example exited {done.returncode}\n{code}\n"
+                                      f"{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
