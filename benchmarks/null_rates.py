@@ -112,8 +112,8 @@ def audit_cohort(slides_per_patient: int, site_signal: float,
 
 def audit_run(slides_per_patient: int, site_signal: float, seed: int, n_resamples: int = 100) -> dict[str, Any]:
     """The TSS AUROC interval and the site similarity test of ``pathbind audit-features`` on one cohort."""
-    from pathbind_analysis.audit.features_probes import tss_detection
-    from pathbind_analysis.audit.features_similarity import permutation_p
+    from pathbind_analysis.audit.features.probes import tss_detection
+    from pathbind_analysis.audit.features.similarity import permutation_p
 
     vectors, sites, cases = audit_cohort(slides_per_patient, site_signal, np.random.default_rng(seed))
     tss = tss_detection(vectors, sites, 2, seed, n_resamples, cases)

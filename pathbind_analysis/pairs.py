@@ -11,7 +11,7 @@ from typing import Any
 from pathbind.lmms_output import ResultsError, sample_record, task_data, task_results, task_samples
 from pathbind.provenance import data_differences
 from pathbind.strict_json import dumps_strict
-from pathbind.table import format_table
+from pathbind.text_table import format_table
 
 DEFAULT_VQA, DEFAULT_GROUNDING = "pathbind_vqa", "pathbind_grounding_testa"
 DEFAULT_OPTIONS = {"n_permutations": 10000, "seed": 0}

@@ -14,7 +14,7 @@ from loguru import logger
 from PIL import Image
 from tqdm import tqdm
 
-from pathbind.requests import MODEL_FAILED, AttentionRequest, AttentionResponse, decode_request
+from pathbind.wire import MODEL_FAILED, AttentionRequest, AttentionResponse, decode_request
 from pathbind_models import occlusion
 from pathbind_models.adapter import Adapter
 
@@ -51,7 +51,7 @@ class AdapterModel(lmms):
 
     def generate_until(self, requests: list[Instance]) -> list[str]:
         """Answers in request order, one unit of :meth:`cache_units` at a time. Contexts that are requests
-        (``pathbind.requests``) get encoded answers, exempt from the stop sequences; the others are answered in
+        (``pathbind.wire``) get encoded answers, exempt from the stop sequences; the others are answered in
         batches (same image count and settings within a unit) and cut at their stop sequences."""
         outputs: dict[int, str] = {}
         encoded: set[int] = set()

@@ -26,7 +26,7 @@ from loguru import logger
 from tqdm import tqdm
 
 from pathbind.lmms.evaluate import plugin_model
-from pathbind.requests import MODEL_FAILED
+from pathbind.wire import MODEL_FAILED
 
 if TYPE_CHECKING:
     from lmms_eval.caching.response_cache import ResponseCache

@@ -13,7 +13,7 @@ import numpy as np
 
 from pathbind.lmms.tasks import task_documents
 from pathbind.lmms_output import sample_record, task_samples
-from pathbind.requests import AttentionResponse
+from pathbind.wire import AttentionResponse
 from pathbind_analysis.report.document import Figure, Note, Section
 from pathbind_analysis.report.figures import new_figure, save
 from pathbind_analysis.report.grounding import grounding_tasks

@@ -22,7 +22,7 @@ import numpy as np
 from PIL import Image
 
 from pathbind import render_template
-from pathbind.requests import OcclusionRequest, OcclusionResponse
+from pathbind.wire import OcclusionRequest, OcclusionResponse
 from pathbind_tasks.common import box_rows
 from pathbind_tasks.common import faithfulness_aggregations as fa
 from pathbind_tasks.common.accounting import close, counting
@@ -70,7 +70,7 @@ def item_seed(doc_id: Any) -> int:
 
 
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
-    """An occlusion request (``pathbind.requests``) for the item's presence question."""
+    """An occlusion request (``pathbind.wire``) for the item's presence question."""
     options = lmms_eval_specific_kwargs or {}
     expression = str(doc["expression"])  # a row without a text expression was dropped
     prompt = render_template("yesno", question=question(expression), thinking=False)

@@ -17,7 +17,7 @@ import numpy as np
 from PIL import Image
 
 from pathbind import render_template
-from pathbind.requests import LAYER_SETS, AttentionRequest, AttentionResponse, Query
+from pathbind.wire import LAYER_SETS, AttentionRequest, AttentionResponse, Query
 from pathbind_tasks.common import box_rows
 from pathbind_tasks.common import grounding_aggregations as ga
 from pathbind_tasks.common.accounting import close, counting
@@ -65,7 +65,7 @@ def doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
 
 
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
-    """An attention request (see ``pathbind.requests``) for the true expression and its alternatives."""
+    """An attention request (see ``pathbind.wire``) for the true expression and its alternatives."""
     template = (lmms_eval_specific_kwargs or {}).get("template", "locate")
     entities = [str(doc["expression"]), *doc["alternatives"]]  # a row without a text expression was dropped
     queries = tuple(Query(render_template(template, entity=entity), entity) for entity in entities)

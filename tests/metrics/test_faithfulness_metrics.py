@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 from scipy import stats
 
-from pathbind.requests import OcclusionRequest
+from pathbind.wire import OcclusionRequest
 from pathbind_conventions import cell_edges
 from pathbind_metrics import faithfulness as fm
 from pathbind_models.adapter import EntityAttention

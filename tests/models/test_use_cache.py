@@ -18,7 +18,7 @@ from lmms_eval.caching.response_cache import ResponseCache
 from PIL import Image
 
 from pathbind.lmms.cache import install_cache_hook
-from pathbind.requests import MODEL_FAILED, AttentionRequest, AttentionResponse, OcclusionRequest, Query
+from pathbind.wire import MODEL_FAILED, AttentionRequest, AttentionResponse, OcclusionRequest, Query
 from pathbind_models.controls.models import PositiveControlModel
 from pathbind_tasks.common.failures import no_answer_reason
 

@@ -18,7 +18,7 @@ from PIL import Image
 from pathbind import make_plugin_manager
 from pathbind.catalog import plugin_tasks, read_task_yaml
 from pathbind.data import apply_data_root
-from pathbind.requests import AttentionResponse
+from pathbind.wire import AttentionResponse
 from pathbind_metrics import grounding
 from pathbind_tasks.common import grounding as grounding_task
 from pathbind_tasks.common import grounding_aggregations as ga
