@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from pathbind.lmms.tasks import task_documents
+from pathbind.lmms.queries import task_documents
 from pathbind.lmms_output import sample_record, task_samples
 from pathbind.wire import AttentionResponse
 from pathbind_analysis.report.document import Figure, Note, Section

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pathbind.catalog import TaskEntry, plugin_tasks, read_task_yaml
-from pathbind.lmms.tasks import load_task_yaml
+from pathbind.lmms.queries import load_task_yaml
 from pathbind.plugins import PluginManager
 from pathbind_tasks.common import metrics
 from pathbind_tasks.common.conditions import CONDITION_SETS
