@@ -16,8 +16,7 @@ import numpy as np
 from PIL import Image
 
 from pathbind.wire import CURVES, Box, OcclusionRequest, OcclusionResponse
-from pathbind_conventions import cell_edges
-from pathbind_metrics.faithfulness import resample_to_grid
+from pathbind_conventions import cell_edges, resample_to_grid
 
 GREY = (128, 128, 128)
 

@@ -10,7 +10,7 @@ from PIL import Image
 from scipy import stats
 
 from pathbind.wire import OcclusionRequest
-from pathbind_conventions import cell_edges
+from pathbind_conventions import cell_edges, resample_to_grid
 from pathbind_metrics import faithfulness as fm
 from pathbind_models.adapter import EntityAttention
 from pathbind_models.occlusion import answer, curve_masks, occlude
@@ -31,11 +31,11 @@ def test_spearman_of_a_constant_map_is_nan():
 def test_resampling_preserves_area_means():
     """8x8 onto 16x16 repeats each value in 2x2 cells; 16x16 onto 8x8 averages 2x2 blocks; 3x3 onto 2x2 by area."""
     small = np.arange(64.0).reshape(8, 8)
-    assert np.array_equal(fm.resample_to_grid(small, 16), np.kron(small, np.ones((2, 2))))
-    assert np.allclose(fm.resample_to_grid(np.kron(small, np.ones((2, 2))), 8), small)
+    assert np.array_equal(resample_to_grid(small, 16), np.kron(small, np.ones((2, 2))))
+    assert np.allclose(resample_to_grid(np.kron(small, np.ones((2, 2))), 8), small)
     three = np.arange(9.0).reshape(3, 3)
     expected_top_left = (three[0, 0] + three[0, 1] / 2 + three[1, 0] / 2 + three[1, 1] / 4) / 2.25
-    assert fm.resample_to_grid(three, 2)[0, 0] == pytest.approx(expected_top_left)
+    assert resample_to_grid(three, 2)[0, 0] == pytest.approx(expected_top_left)
 
 
 def test_occlusion_map_is_the_margin_drop():
@@ -106,7 +106,7 @@ def test_the_grid_is_the_same_everywhere_on_a_size_not_divisible_by_g():
         assert painted.sum() == (rows[r + 1] - rows[r]) * (cols[c + 1] - cols[c])
         box = [xs.min(), ys.min(), xs.max() + 1, ys.max() + 1]
         assert np.array_equal(fm.box_coverage(box, UNEVEN, G), mask.astype(float))
-        assert np.allclose(fm.resample_to_grid(painted.astype(float), G, image_size=UNEVEN), mask, atol=1e-12)
+        assert np.allclose(resample_to_grid(painted.astype(float), G, image_size=UNEVEN), mask, atol=1e-12)
 
 
 class BoxWatcher:

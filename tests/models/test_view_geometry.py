@@ -12,8 +12,8 @@ from conftest import lmms_eval, metric
 from PIL import Image
 from sklearn.metrics import average_precision_score
 
+from pathbind_conventions import resample_to_grid
 from pathbind_metrics import grounding
-from pathbind_metrics.faithfulness import resample_to_grid
 from pathbind_models.hf.adapter import HFAdapter
 from pathbind_models.hf.families import NAMES
 from pathbind_tasks.common import grounding_aggregations as ga
