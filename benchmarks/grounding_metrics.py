@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from pathbind_tasks.common.grounding_aggregations import item_record
+from pathbind_tasks.common.grounding_records import item_record
 
 SIZE = 1024
 EXPRESSIONS = ("nuclei with prominent nucleoli", "tumour cells infiltrating the stroma",

@@ -19,7 +19,7 @@ from pathbind_analysis.report.figures import new_figure, save
 from pathbind_analysis.report.grounding import grounding_tasks
 from pathbind_analysis.report.runs import Run
 from pathbind_metrics.grounding import heat_map, view_pixels
-from pathbind_tasks.common.grounding_aggregations import Q_DEFAULT
+from pathbind_tasks.common.grounding_records import Q_DEFAULT
 from pathbind_tasks.common.images import rgb_image
 
 SUCCESS_IOU = 0.5  # at least half of mask ∪ box is shared: the attention localises the entity

@@ -15,6 +15,7 @@ from pathbind_metrics import faithfulness as fm
 from pathbind_models.adapter import EntityAttention
 from pathbind_models.occlusion import answer, curve_masks, occlude
 from pathbind_tasks.common import faithfulness_aggregations as fa
+from pathbind_tasks.common import faithfulness_records as fr
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -70,10 +71,10 @@ def test_curve_auc():
 
 def test_a_model_ignoring_the_image_has_zero_causal_l1_and_nan_causal_amim():
     scores = np.array([-0.5, -1.0])
-    record = fa.item_record(scores, np.tile(scores, (16, 1)), np.ones((4, 4)), scores, {}, reference=0,
+    record = fr.item_record(scores, np.tile(scores, (16, 1)), np.ones((4, 4)), scores, {}, reference=0,
                             box=[0, 0, 8, 8], image_size=(16, 16), seed=0)
     assert record["causal_l1"] == 0.0 and math.isnan(record["causal_amim"])
-    assert record["lost"]["causal_amim"] == fa.NO_CAUSAL_SIGNAL and record["text_agreement"] == 1.0
+    assert record["lost"]["causal_amim"] == fr.NO_CAUSAL_SIGNAL and record["text_agreement"] == 1.0
     assert fa.verdict([record] * 5)["image"] == "does not use the image"
 
 
