@@ -118,7 +118,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         model_dir = args.model
         if model_dir is None:
-            from pathbind_models.hf.testing import make_tiny_model
+            from pathbind_models.hf.tiny_checkpoints import make_tiny_model
 
             model_dir = str(make_tiny_model("qwen2_vl", Path(scratch) / "qwen2_vl"))
         seconds, length = measure_time(model_dir, args.tokens, args.repeats)

@@ -33,12 +33,12 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from pathbind_analysis.duplicates.command import DHASH_THRESHOLD, PHASH_THRESHOLD
-from pathbind_analysis.duplicates.edits import crop, jpeg, resize
-from pathbind_analysis.duplicates.hashing import WINDOWS, Hashes, image_hashes
-from pathbind_analysis.duplicates.index import HammingIndex, brute_force_pairs, popcount
-from pathbind_analysis.duplicates.matching import near_duplicates
-from pathbind_analysis.duplicates.sources import ImageItem
+from pathbind_analysis.audit.duplicates.command import DHASH_THRESHOLD, PHASH_THRESHOLD
+from pathbind_analysis.audit.duplicates.edits import crop, jpeg, resize
+from pathbind_analysis.audit.duplicates.hashing import WINDOWS, Hashes, image_hashes
+from pathbind_analysis.audit.duplicates.index import HammingIndex, brute_force_pairs, popcount
+from pathbind_analysis.audit.duplicates.matching import near_duplicates
+from pathbind_analysis.audit.duplicates.sources import ImageItem
 from pathbind_tasks.demo.tissue import TISSUES, TileSpec, render_tile
 
 

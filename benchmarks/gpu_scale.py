@@ -36,7 +36,7 @@ from PIL import Image
 
 from pathbind_models.hf import probe
 from pathbind_models.hf.adapter import HFAdapter
-from pathbind_models.hf.testing import build_tiny
+from pathbind_models.hf.tiny_checkpoints import build_tiny
 from pathbind_models.occlusion import fill_colour, occlude
 
 # The published dimensions: Qwen/Qwen2.5-VL-7B-Instruct and llava-hf/llava-1.5-7b-hf (Vicuna-7B + CLIP ViT-L/14-336).

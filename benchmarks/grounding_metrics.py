@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from pathbind_tasks.common.grounding_aggregations import item_record
+from pathbind_tasks.common.grounding_records import item_record
 
 SIZE = 1024
 EXPRESSIONS = ("nuclei with prominent nucleoli", "tumour cells infiltrating the stroma",
@@ -56,7 +56,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         model_dir = args.model
         if model_dir is None:
-            from pathbind_models.hf.testing import make_tiny_model
+            from pathbind_models.hf.tiny_checkpoints import make_tiny_model
 
             model_dir = str(make_tiny_model("qwen2_vl", Path(scratch) / "qwen2_vl"))
         adapter = load_adapter(model_dir)

@@ -49,7 +49,7 @@ def main() -> None:
 
     from pathbind_models.adapter import EntityAttention
     from pathbind_models.hf.adapter import HFAdapter
-    from pathbind_models.hf.testing import make_tiny_model
+    from pathbind_models.hf.tiny_checkpoints import make_tiny_model
 
     with tempfile.TemporaryDirectory() as folder:
         pixels = {"shortest_edge": 28 * 28 * 4, "longest_edge": 28 * 28 * tokens}

@@ -21,8 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pathbind_analysis.audit.inventory import Source
-from pathbind_analysis.audit.matrix import run_audit
+from pathbind_analysis.audit.leakage.inventory import Source
+from pathbind_analysis.audit.leakage.matrix import run_audit
 from pathbind_metrics.leakage import CLEAN, PATIENT, SITE
 from pathbind_metrics.tcga import parse_barcode
 

@@ -62,7 +62,7 @@ def faithfulness_records(n_items: int, *, grounded: bool, rng: np.random.Generat
     """Records of ``n_items`` items (each on its own image) through ``item_record``: boxes of 25–50% of each side
     placed uniformly; attention and the causal map centre-biased, plus a bump in the box when ``grounded``."""
     from pathbind_metrics import faithfulness as fm
-    from pathbind_tasks.common import faithfulness_aggregations as fa
+    from pathbind_tasks.common import faithfulness_records as fr
 
     records = []
     for item in range(n_items):
@@ -74,7 +74,7 @@ def faithfulness_records(n_items: int, *, grounded: bool, rng: np.random.Generat
         if grounded:
             attention, causal = attention + 2 * inside, causal + 2 * inside
         patches = np.column_stack([-causal.ravel(), np.full(GRID * GRID, -1.0)])  # margin drop = causal map
-        record = fa.item_record(np.array([0.0, -1.0]), patches, attention, np.array([0.0, -1.0]), {}, reference=0,
+        record = fr.item_record(np.array([0.0, -1.0]), patches, attention, np.array([0.0, -1.0]), {}, reference=0,
                                 box=box, image_size=(SIDE, SIDE), seed=item)
         records.append({**record, "id": str(item), "cluster": f"image={item}", "group": "all"})
     return records
@@ -112,8 +112,8 @@ def audit_cohort(slides_per_patient: int, site_signal: float,
 
 def audit_run(slides_per_patient: int, site_signal: float, seed: int, n_resamples: int = 100) -> dict[str, Any]:
     """The TSS AUROC interval and the site similarity test of ``pathbind audit-features`` on one cohort."""
-    from pathbind_analysis.audit.features_probes import tss_detection
-    from pathbind_analysis.audit.features_similarity import permutation_p
+    from pathbind_analysis.audit.features.probes import tss_detection
+    from pathbind_analysis.audit.features.similarity import permutation_p
 
     vectors, sites, cases = audit_cohort(slides_per_patient, site_signal, np.random.default_rng(seed))
     tss = tss_detection(vectors, sites, 2, seed, n_resamples, cases)

@@ -23,7 +23,7 @@ import torch
 
 from pathbind_metrics.faithfulness import occlusion_map
 from pathbind_models.hf.adapter import HFAdapter
-from pathbind_models.hf.testing import make_tiny_model
+from pathbind_models.hf.tiny_checkpoints import make_tiny_model
 from pathbind_models.occlusion import fill_colour, occlude, rgb_pixels
 from pathbind_tasks.demo.grounding_synth import grounding_items
 

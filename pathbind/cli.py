@@ -15,7 +15,7 @@ from pathbind.catalog import plugin_tasks
 from pathbind.data import DataLocationError
 from pathbind.plugins import PluginManager, make_plugin_manager
 from pathbind.strict_json import dumps_strict
-from pathbind.table import format_table
+from pathbind.text_table import format_table
 
 if TYPE_CHECKING:
     from pathbind.lmms_output import ResultFile

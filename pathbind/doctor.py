@@ -176,7 +176,7 @@ def _hooked_sources() -> list[Check]:
 
 def _yaml_loads(entries: list[TaskEntry]) -> list[Check]:
     """Each YAML through lmms-eval's own loader, ``!function`` targets included."""
-    from pathbind.lmms.tasks import load_task_yaml
+    from pathbind.lmms.queries import load_task_yaml
 
     checks = []
     for entry in entries:
@@ -192,7 +192,7 @@ def _yaml_loads(entries: list[TaskEntry]) -> list[Check]:
 def _task_index(pm: PluginManager, entries: list[TaskEntry]) -> list[Check]:
     """The hook works when lmms-eval's own TaskManager resolves every plugin task to its YAML. Indexing lmms-eval's
     own tasks is nearly all of the doctor's time the first time (about 10 s), and is cached for the next."""
-    from pathbind.lmms.tasks import task_index
+    from pathbind.lmms.queries import task_index
 
     print("pathbind doctor: indexing lmms-eval's tasks (about 10 s once per lmms-eval install, then cached)...",
           file=sys.stderr, flush=True)

@@ -18,7 +18,7 @@ from loguru import logger
 
 from pathbind.lmms_output import ResultsError, load_results, read_sample_log, sample_record
 from pathbind.provenance import data_differences
-from pathbind.table import format_table
+from pathbind.text_table import format_table
 from pathbind_analysis.pairs import (
     DEFAULT_OPTIONS,
     _display,

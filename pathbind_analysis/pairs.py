@@ -11,7 +11,7 @@ from typing import Any
 from pathbind.lmms_output import ResultsError, sample_record, task_data, task_results, task_samples
 from pathbind.provenance import data_differences
 from pathbind.strict_json import dumps_strict
-from pathbind.table import format_table
+from pathbind.text_table import format_table
 
 DEFAULT_VQA, DEFAULT_GROUNDING = "pathbind_vqa", "pathbind_grounding_testa"
 DEFAULT_OPTIONS = {"n_permutations": 10000, "seed": 0}
@@ -46,7 +46,7 @@ def add_pairs_command(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathbind_tasks.common.grounding_aggregations import Q_DEFAULT  # scipy: loaded when the command runs
+    from pathbind_tasks.common.grounding_records import Q_DEFAULT  # scipy: loaded when the command runs
 
     try:
         if args.n_permutations < 1:
@@ -163,7 +163,7 @@ def grounding_changes(task: str, runs: tuple[Any, Any], first: dict[str, dict[st
                       second: dict[str, dict[str, Any]], options: dict[str, int]) -> list[dict[str, Any]]:
     """ΔIoU and ΔRecall at the default threshold of the second run over the first (records by item id);
     ValueError when they evaluated different items. ``runs`` name them in messages."""
-    from pathbind_tasks.common.grounding_aggregations import Q_DEFAULT
+    from pathbind_tasks.common.grounding_records import Q_DEFAULT
 
     items = _same_items(*runs, task, first, second)
     return [_row(task, label, [first[i] for i in items],
@@ -237,7 +237,7 @@ def _records(run_dir: Path, task: str, field: str, kind: str) -> list[dict[str, 
 def _rankings(runs: list[Path], task: str) -> dict[str, float]:
     """τ of each threshold's and pixel-AP's model ranking against IoU at the default threshold."""
     from pathbind_metrics.pairs import ranking_agreement
-    from pathbind_tasks.common.grounding_aggregations import Q_DEFAULT, Q_SWEEP
+    from pathbind_tasks.common.grounding_records import Q_DEFAULT, Q_SWEEP
 
     scores: dict[str, list[float]] = {f"iou@q={q}": [] for q in Q_SWEEP}
     scores["pixel_ap"] = []

@@ -11,11 +11,11 @@ from pathbind import hookimpl
 
 @hookimpl
 def pathbind_add_commands(subparsers: argparse._SubParsersAction) -> None:
-    from pathbind_analysis.audit.command import add_audit_command
-    from pathbind_analysis.audit.embed import add_embed_command
-    from pathbind_analysis.audit.features_command import add_features_command
+    from pathbind_analysis.audit.duplicates.command import add_duplicates_command
+    from pathbind_analysis.audit.features.command import add_features_command
+    from pathbind_analysis.audit.features.embed import add_embed_command
+    from pathbind_analysis.audit.leakage.command import add_audit_command
     from pathbind_analysis.curation.command import add_curation_commands
-    from pathbind_analysis.duplicates.command import add_duplicates_command
     from pathbind_analysis.pairs import add_pairs_command
     from pathbind_analysis.report.command import add_report_command
 
@@ -30,7 +30,7 @@ def pathbind_add_commands(subparsers: argparse._SubParsersAction) -> None:
 
 @hookimpl
 def pathbind_metrics() -> dict[str, Callable[..., object]]:
-    from pathbind_analysis.audit.in_run import leakage_split  # reads the training inventory: not a pure metric
+    from pathbind_analysis.audit.leakage.in_run import leakage_split  # reads the training inventory: not a pure metric
 
     return {"leakage_split": leakage_split}
 

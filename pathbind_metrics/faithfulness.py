@@ -14,48 +14,9 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special, stats
 
-from pathbind_conventions import cell_edges
+from pathbind_conventions import cell_fractions
 
 Box = Sequence[float] | np.ndarray
-
-
-def _cell_fractions(length: int | None, grid: int) -> np.ndarray:
-    """:func:`cell_edges` as fractions of the side; None: a side divisible by ``grid`` (equal cells)."""
-    length = grid if length is None else int(length)
-    return cell_edges(length, grid) / length
-
-
-def resample_to_grid(values: ArrayLike, grid: int, view: Sequence[float] = (0.0, 0.0, 1.0, 1.0),
-                     image_size: Sequence[int] | None = None) -> np.ndarray:
-    """Area-average a (h, w) map covering ``view`` onto the ``grid``×``grid`` cells of an ``image_size`` (W, H)
-    image (None: a size divisible by ``grid``).
-
-    ``view`` is ``(x_min, y_min, x_max, y_max)`` in fractions of the image sides (default: all of it). Each output
-    cell is the mean of the input over the part of the cell the map covers, the input cells being weighted by
-    their overlap, so a map already on the grid is unchanged and an 8×8 map onto 16×16 repeats each value in 2×2
-    cells. A cell wholly outside the view (or without pixels) gets no attention (0).
-
-    >>> resample_to_grid([[1.0, 3.0]], 1).tolist()
-    [[2.0]]
-    >>> resample_to_grid([[1.0, 3.0]], 2, view=(0.5, 0, 1, 1)).tolist()  # the map covers the right half
-    [[0.0, 2.0], [0.0, 2.0]]
-    """
-    values = np.asarray(values, dtype=float)
-    x_min, y_min, x_max, y_max = view
-    width, height = (None, None) if image_size is None else image_size
-    rows, cols = _cell_fractions(height, grid), _cell_fractions(width, grid)
-    return _overlap(values.shape[0], rows, y_min, y_max) @ values @ _overlap(values.shape[1], cols, x_min, x_max).T
-
-
-def _overlap(n_in: int, edges_out: np.ndarray, low: float, high: float) -> np.ndarray:
-    """(n_out, n_in) weights: overlap of output cell i (``edges_out``, fractions of the side) with input cell j
-    (input cells spanning [low, high] of the side), each row normalised to sum 1, or 0 where they do not meet."""
-    edges_in = np.linspace(low, high, n_in + 1)
-    lower = np.maximum(edges_out[:-1, None], edges_in[None, :-1])
-    upper = np.minimum(edges_out[1:, None], edges_in[None, 1:])
-    weights = np.clip(upper - lower, 0, None)
-    totals = weights.sum(axis=1, keepdims=True)
-    return np.divide(weights, totals, out=np.zeros_like(weights), where=totals > 0)
 
 
 def margin(logprobs: ArrayLike, reference: int) -> float:
@@ -95,8 +56,8 @@ def box_coverage(box: Box, image_size: Sequence[int], grid: int) -> np.ndarray:
     a cell without pixels (an image side shorter than ``grid``)."""
     width, height = image_size
     x0, y0, x1, y1 = (float(v) for v in box)
-    cols = _interval_overlap(x0 / width, x1 / width, _cell_fractions(width, grid))
-    rows = _interval_overlap(y0 / height, y1 / height, _cell_fractions(height, grid))
+    cols = _interval_overlap(x0 / width, x1 / width, cell_fractions(width, grid))
+    rows = _interval_overlap(y0 / height, y1 / height, cell_fractions(height, grid))
     return np.outer(rows, cols)
 
 

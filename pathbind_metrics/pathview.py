@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from pathbind_conventions import BOX_CONVENTIONS
-from pathbind_metrics.grounding import _box_slices, _image_shape
+from pathbind_metrics._grounding_maps import _box_slices, _image_shape
 
 NO_BOXES = "no box"
 

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 import numpy as np
 from PIL import Image
 
-from pathbind.requests import LAYER_SETS
+from pathbind.wire import LAYER_SETS
 
 
 @dataclass

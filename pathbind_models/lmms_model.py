@@ -14,7 +14,7 @@ from loguru import logger
 from PIL import Image
 from tqdm import tqdm
 
-from pathbind.requests import MODEL_FAILED, AttentionRequest, AttentionResponse, decode_request
+from pathbind.wire import MODEL_FAILED, AttentionRequest, AttentionResponse, decode_request, request_kind
 from pathbind_models import occlusion
 from pathbind_models.adapter import Adapter
 
@@ -51,7 +51,7 @@ class AdapterModel(lmms):
 
     def generate_until(self, requests: list[Instance]) -> list[str]:
         """Answers in request order, one unit of :meth:`cache_units` at a time. Contexts that are requests
-        (``pathbind.requests``) get encoded answers, exempt from the stop sequences; the others are answered in
+        (``pathbind.wire``) get encoded answers, exempt from the stop sequences; the others are answered in
         batches (same image count and settings within a unit) and cut at their stop sequences."""
         outputs: dict[int, str] = {}
         encoded: set[int] = set()
@@ -193,13 +193,14 @@ def _answer_or_failure(outputs: dict[int, str], index: int, task: str, doc_id: i
 
 
 def _kind(context: str) -> str:
-    """How a request is grouped into units: ``prompt``, ``attention``, or ``alone`` (occlusion; a malformed
-    request, answered alone with its failure)."""
+    """How a request is grouped into units, from its header alone (its body is decoded once, when it is answered):
+    ``prompt``, ``attention``, or ``alone`` (occlusion; a kind or version this PathBind does not read). A malformed
+    body is answered with its failure within its unit."""
     try:
-        coded = decode_request(context)
+        kind = request_kind(context)
     except ValueError:
         return "alone"
-    return "prompt" if coded is None else "attention" if isinstance(coded, AttentionRequest) else "alone"
+    return "prompt" if kind is None else "attention" if kind == "attention" else "alone"
 
 
 def attention_response(request: AttentionRequest, answers: list[Any]) -> str:

@@ -1,4 +1,4 @@
-"""The model side of an occlusion request (``pathbind.requests``): every perturbed image, scored in batches.
+"""The model side of an occlusion request (``pathbind.wire``): every perturbed image, scored in batches.
 
 An adapter answers occlusion requests when it has ``image_option_logprobs(images, text, options)``: the option
 log-probabilities (N × K) of ``text`` asked about each of an iterable of images, one image each. The HF adapter
@@ -15,9 +15,8 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from pathbind.requests import CURVES, Box, OcclusionRequest, OcclusionResponse
-from pathbind_conventions import cell_edges
-from pathbind_metrics.faithfulness import resample_to_grid
+from pathbind.wire import CURVES, Box, OcclusionRequest, OcclusionResponse
+from pathbind_conventions import cell_edges, resample_to_grid
 
 GREY = (128, 128, 128)
 

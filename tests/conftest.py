@@ -205,7 +205,7 @@ def _built_once(root: Path, make: Callable[[str, Path], Path]) -> Callable[[str]
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory):
     """Factory ``tiny_model(family) -> Path``: a tiny random model of that family (seed 0), built once per session."""
-    from pathbind_models.hf.testing import make_tiny_model
+    from pathbind_models.hf.tiny_checkpoints import make_tiny_model
 
     return _built_once(tmp_path_factory.mktemp("tiny_models"), make_tiny_model)
 

@@ -7,12 +7,18 @@ defines what they wrap (:mod:`pathbind.lmms.watch`). Every patch is listed, with
 would make it unnecessary, in :data:`pathbind.lmms.patches.PATCHES`, and every source it wraps or relies on is
 fingerprinted there.
 
-- :mod:`~pathbind.lmms.watch`: the entry points and the import watch that installs the patches;
+- :mod:`~pathbind.lmms.watch`: the entry points and the import watch that installs the patches (on top: it imports
+  each patch's module when lmms-eval defines its target);
+- :mod:`~pathbind.lmms.marks`: what the patch modules share (the mark on every patch, which tasks and models are
+  PathBind's); it imports no other seam module;
 - :mod:`~pathbind.lmms.tasks`: ``TaskManager`` (plugin task folders, ``PATHBIND_DATA``, declared metric lists and
-  task variants, build errors that name the task) and lmms-eval's data loading for ``pathbind data check``;
+  task variants, build errors that name the task);
+- :mod:`~pathbind.lmms.queries`: what PathBind's commands ask of lmms-eval's task machinery (the task index, a task
+  YAML, a task's documents), with the seam installed;
 - :mod:`~pathbind.lmms.running`: the task a task function runs for and its row ledger, handed to it explicitly;
 - :mod:`~pathbind.lmms.evaluate`: skipped tasks and conditions, ``results["pathbind"]``;
 - :mod:`~pathbind.lmms.table`: the console table; :mod:`~pathbind.lmms.cache`: ``--use_cache`` for PathBind models;
-- :mod:`~pathbind.lmms.cli`: the ``lmms_eval`` command, exiting 1 when an evaluation failed;
+- :mod:`~pathbind.lmms.outcome`: each evaluation's failure, recorded where lmms-eval's CLI runs it;
+  :mod:`~pathbind.lmms.cli`: the ``lmms_eval`` command, exiting 1 when an evaluation failed;
 - :mod:`~pathbind.lmms.patches`: the table, and the check that this lmms-eval is one PathBind runs on.
 """

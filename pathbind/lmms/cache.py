@@ -25,13 +25,12 @@ from typing import IO, TYPE_CHECKING, Any
 from loguru import logger
 from tqdm import tqdm
 
-from pathbind.lmms.evaluate import plugin_model
-from pathbind.requests import MODEL_FAILED
+from pathbind.lmms.marks import mark, marked, plugin_model
+from pathbind.wire import MODEL_FAILED
 
 if TYPE_CHECKING:
     from lmms_eval.caching.response_cache import ResponseCache
 
-_MARK = "__pathbind_cache__"
 RESUMED = ".pathbind-resumed.rank_{}"  # in a dead run's folder: that rank of a later run copied its answers
 
 
@@ -39,7 +38,7 @@ def install_cache_hook() -> None:
     """Wrap ``ResponseCache.create``, ``execute`` and ``_is_valid_response``; idempotent."""
     from lmms_eval.caching.response_cache import ResponseCache
 
-    if getattr(ResponseCache.execute, _MARK, False):
+    if marked(ResponseCache.execute):
         return
     create = ResponseCache.__dict__["create"].__func__
     execute = ResponseCache.execute
@@ -64,7 +63,7 @@ def install_cache_hook() -> None:
     def answered(response: Any, request_type: str) -> bool:  # a model failure is not stored: a rerun retries it
         return valid(response, request_type) and not (isinstance(response, str) and response.startswith(MODEL_FAILED))
 
-    setattr(streaming_execute, _MARK, True)
+    mark(streaming_execute)
     ResponseCache.create = classmethod(resuming_create)
     ResponseCache.execute = streaming_execute
     ResponseCache._is_valid_response = staticmethod(answered)

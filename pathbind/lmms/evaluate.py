@@ -16,14 +16,13 @@ from loguru import logger
 
 from pathbind.capabilities import (
     REQUIRES_KEY,
-    class_path,
     drop_conditions,
     model_capabilities,
     split_supported,
     unanswerable_conditions,
 )
+from pathbind.lmms.marks import declares_data, mark, marked, plugin_model, plugin_task
 from pathbind.lmms.patches import require_compatible_lmms_eval
-from pathbind.lmms.tasks import HOOK_MARK, declares_data, plugin_task
 from pathbind.lmms_output import RECORD
 from pathbind.plugins import get_plugin_manager
 from pathbind.provenance import data_provenance
@@ -39,7 +38,7 @@ def install_evaluate_hook() -> bool:
     try:
         evaluator: Any = sys.modules.get("lmms_eval.evaluator") or importlib.import_module("lmms_eval.evaluator")
         original = evaluator.evaluate
-        if getattr(original, HOOK_MARK, False):
+        if marked(original):
             return True
         signature = inspect.signature(original)
         if list(signature.parameters)[:2] != ["lm", "task_dict"] or "log_samples" not in signature.parameters:
@@ -83,7 +82,7 @@ def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
                 _compare_with_baseline(results, baseline)
         return results
 
-    setattr(evaluate, HOOK_MARK, True)
+    mark(evaluate)
     return evaluate
 
 
@@ -132,17 +131,6 @@ def _no_placeholders(results: dict, tasks: set[str]) -> None:
                 for key in [key for key, value in metrics.items() if value == "N/A" and "_stderr" in key]:
                     del metrics[key]
 
-
-def plugin_model(model: Any) -> bool:
-    """Whether ``model`` (an lmms-eval model, or its ``--model`` name) is one a plugin's ModelSpec names."""
-    try:
-        specs = [c.value for c in get_plugin_manager().models().values()]
-        if isinstance(model, str):
-            return any(model == s.model_id or model in s.aliases for s in specs)
-        return class_path(model) in {path for s in specs for path in (s.simple_class_path, s.chat_class_path)}
-    except Exception:
-        logger.exception("pathbind: could not tell whether the model is a PathBind model")
-        return False
 
 
 def _data_read(task_dict: Mapping[Any, Any]) -> dict[str, Any]:

@@ -80,7 +80,7 @@ PATCHES: tuple[Patch, ...] = (
           "cli_evaluate_single through its module global and catches what it raises", "(relied on)",
           ("3dc4c52220265285dd9cbfac8192d6ca1cb18082b0d4c7b6bebb824cd2a135db",
            "c2449f720c12938671fb2ffa1a86caa18f602f0d3eacd9e5ef2694acaf875d18")),
-    Patch("lmms_eval.__main__:cli_evaluate_single", "cli._recording_failures",
+    Patch("lmms_eval.__main__:cli_evaluate_single", "outcome._recording_failures",
           "records a failed evaluation (raised, no task evaluated, no results file) for the `lmms_eval` command's "
           "exit code; looks make_table up as a module global", "a non-zero exit code when an evaluation fails",
           ("b93ab192598fdf168c64902b3165bb27c9ca4ca9ab25686b3b180b2d68daf352",

@@ -7,7 +7,7 @@ import functools
 import sys
 from typing import Any
 
-from pathbind.lmms.tasks import HOOK_MARK
+from pathbind.lmms.marks import mark, marked
 from pathbind.summary import coverage_flag
 
 
@@ -16,7 +16,7 @@ def install_table_hook() -> bool:
     one line naming the structured ones left out; idempotent. The CLI saves results.json before it prints."""
     main = sys.modules.get("lmms_eval.__main__")
     original = getattr(main, "make_table", None)
-    if original is None or getattr(original, HOOK_MARK, False):
+    if original is None or marked(original):
         return original is not None
     main.make_table = _scalars_only(original)  # type: ignore[union-attr]  # looked up as a global at print time
     return True
@@ -31,7 +31,7 @@ def _scalars_only(original: Any) -> Any:
         table = original(shown, column, sort_results)
         return f"{table}\n{structured_note(left_out, result_dict)}\n" if left_out else table
 
-    setattr(make_table, HOOK_MARK, True)
+    mark(make_table)
     return make_table
 
 

@@ -1,16 +1,12 @@
 """lmms-eval's ``TaskManager`` with PathBind: the plugins' task folders and task variants indexed, ``PATHBIND_DATA``
 applied, task functions run with their task and ledger (:mod:`pathbind.lmms.running`), build errors that name the
-task; and the seam's other uses of lmms-eval's task machinery (the index for ``pathbind doctor``, a task's documents
-for the report, lmms-eval's data loading for ``pathbind data check``).
+task. What PathBind's commands ask of the task machinery is :mod:`pathbind.lmms.queries`.
 """
 
 from __future__ import annotations
 
 import copy
 import functools
-import hashlib
-import json
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,16 +16,14 @@ from loguru import logger
 
 from pathbind.data import apply_data_root
 from pathbind.hookspecs import TaskVariants
+from pathbind.lmms.marks import FIRST_PARTY_PLUGINS, PLUGIN_TASKS, declares_data, mark, marked
 from pathbind.lmms.patches import require_compatible_lmms_eval
 from pathbind.lmms.running import InTask, RunningTask
 from pathbind.plugins import Contribution, PluginManager, get_plugin_manager
 from pathbind.provenance import record_raw_split
 from pathbind.variants import variant_config, variant_name
 
-HOOK_MARK = "__pathbind_task_hook__"
 VARIANTS_KEY = "pathbind_variants"  # in a task's index entry: the TaskVariants that derive it from the entry's YAML
-# The plugins PathBind itself ships (pyproject's [project.entry-points.pathbind]): their task names come first.
-FIRST_PARTY_PLUGINS = ("pathbind_tasks", "pathbind_models", "pathbind_analysis")
 
 class TaskError(ValueError):
     """A task's function failed, deterministically (not retried); the message names the task and the cause."""
@@ -51,7 +45,7 @@ def install_task_hook(pm: PluginManager | None = None) -> bool:
     except Exception:
         logger.exception("pathbind: lmms_eval.tasks cannot be imported; PathBind tasks are unavailable")
         return False
-    if getattr(TaskManager.initialize_tasks, HOOK_MARK, False):
+    if marked(TaskManager.initialize_tasks):
         return True
     expected = {"initialize_tasks": ("self", "include_path", "include_defaults"), "_get_config": ("self", "name"),
                 "_load_individual_task_or_group": ("self", "name_or_config")}
@@ -66,9 +60,6 @@ def install_task_hook(pm: PluginManager | None = None) -> bool:
     TaskManager._load_individual_task_or_group = _naming_failed_tasks(TaskManager._load_individual_task_or_group)
     _no_retry_for_build_errors(ConfigurableTask)
     TaskManager.initialize_tasks = _indexing_plugin_dirs(TaskManager.initialize_tasks, manager)
-    from pathbind.lmms.watch import watch_lmms_eval
-
-    watch_lmms_eval()  # the other patches too, for callers that install this one directly
     return True
 
 
@@ -79,12 +70,12 @@ def _indexing_plugin_dirs(original: Any, manager: Callable[[], PluginManager]) -
         # tasks: installed plugins are indexed whatever include_defaults says, like entry-point models.
         index = original(self, include_path=include_path, include_defaults=include_defaults)
         pm = manager()
-        merged, conflicts = merge_plugin_tasks(_plugin_dir_reader(self), index, pm.task_dirs(), pm.task_variants())
+        merged, conflicts = merge_plugin_tasks(plugin_dir_reader(self), index, pm.task_dirs(), pm.task_variants())
         for conflict in conflicts:
             logger.warning(f"pathbind: {conflict.message}")
         return merged
 
-    setattr(initialize_tasks, HOOK_MARK, True)
+    mark(initialize_tasks)
     return initialize_tasks
 
 
@@ -141,7 +132,7 @@ def merge_plugin_tasks(read_dir: Callable[[str], dict], index: dict, dirs: list[
     return merged, conflicts
 
 
-def _plugin_dir_reader(task_manager: Any) -> Callable[[str], dict]:
+def plugin_dir_reader(task_manager: Any) -> Callable[[str], dict]:
     """``task_manager._get_task_and_group`` without its DEBUG line for each YAML that is neither a task nor a group:
     in a plugin's folder those are its shared ``include:`` bases (``_pathview.yaml``) and data files, by design."""
     reader = copy.copy(task_manager)
@@ -193,11 +184,8 @@ def task_conflicts(pm: PluginManager | None = None) -> list[str]:
     reader = TaskManager.__new__(TaskManager)  # only its YAML indexing is used, which reads nothing else but this
     reader.logger = logger
     pm = pm or get_plugin_manager()
-    _, conflicts = merge_plugin_tasks(_plugin_dir_reader(reader), {}, pm.task_dirs(), pm.task_variants())
+    _, conflicts = merge_plugin_tasks(plugin_dir_reader(reader), {}, pm.task_dirs(), pm.task_variants())
     return [c.message for c in conflicts]
-
-
-_PLUGIN_TASKS: dict[str, str] = {}  # task name -> YAML, for the tasks whose last loaded config is a plugin's
 
 
 def _with_data_root(original: Any, manager: Callable[[], PluginManager]) -> Any:
@@ -207,11 +195,11 @@ def _with_data_root(original: Any, manager: Callable[[], PluginManager]) -> Any:
         entry = self.task_index[name]
         config, yaml_path = _as_variant(entry, config), entry["yaml_path"]
         if not (VARIANTS_KEY in entry or (isinstance(yaml_path, str) and _in_plugin_dir(yaml_path, manager()))):
-            _PLUGIN_TASKS.pop(name, None)
+            PLUGIN_TASKS.pop(name, None)
             if declares_data(config) or _uses_pathbind(config):  # e.g. a copy via --include_path
                 return _in_task(config, name)
             return config
-        _PLUGIN_TASKS[name] = yaml_path
+        PLUGIN_TASKS[name] = yaml_path
         return _in_task(apply_data_root(config), name)
 
     return get_config
@@ -252,14 +240,6 @@ def _uses_pathbind(config: Mapping[str, Any]) -> bool:
                for key in ("process_docs", "process_results"))
 
 
-def plugin_task(name: str) -> bool:
-    """Whether the last config lmms-eval loaded for task ``name`` is a plugin's."""
-    return name in _PLUGIN_TASKS
-
-
-def declares_data(config: Mapping[str, Any]) -> bool:
-    metadata = config.get("metadata")
-    return isinstance(metadata, Mapping) and bool(metadata.get("pathbind_data"))
 
 
 class _RecordingRows(InTask):
@@ -306,10 +286,10 @@ def _no_retry_for_build_errors(task_class: Any) -> None:
 
     for method in ("download", "process_results"):
         original = getattr(task_class, method)
-        if getattr(original, HOOK_MARK, False) or not callable(getattr(original, "retry_with", None)):
+        if marked(original) or not callable(getattr(original, "retry_with", None)):
             continue
         hooked = original.retry_with(retry=original.retry.retry & retry_if_not_exception_type(TaskError))
-        setattr(hooked, HOOK_MARK, True)
+        mark(hooked)
         setattr(task_class, method, hooked)
 
 
@@ -325,88 +305,8 @@ def _naming_failed_tasks(original: Any) -> Any:
             return original(self, name_or_config, *args, **kwargs)
         except RetryError as exc:
             cause = exc.last_attempt.exception()
-            if not isinstance(name, str) or name not in _PLUGIN_TASKS or cause is None:
+            if not isinstance(name, str) or name not in PLUGIN_TASKS or cause is None:
                 raise
             raise TaskBuildError(f"task {name}: {type(cause).__name__}: {cause}") from cause
 
     return load
-
-
-
-# --- lmms-eval's task machinery, for PathBind's commands --------------------------------------------------------
-
-
-def task_index(pm: PluginManager | None = None) -> tuple[dict[str, dict], str]:
-    """The index lmms-eval's hooked ``TaskManager("ERROR")`` builds (its own tasks, then the plugins' folders and
-    variants, merged by the hook's own :func:`merge_plugin_tasks`), and where its own tasks' index came from (the
-    cache, or indexed now and how long it took); ValueError when the hook cannot install."""
-    if not install_task_hook(pm):
-        raise ValueError("this lmms-eval's TaskManager cannot index PathBind tasks (see `pathbind doctor`)")
-    from lmms_eval.tasks import TaskManager
-
-    reader = TaskManager.__new__(TaskManager)  # only its YAML indexing is used, which reads nothing else but this
-    reader.logger = logger
-    builtin, origin = builtin_task_index(reader._get_task_and_group)
-    pm = pm or get_plugin_manager()
-    return merge_plugin_tasks(_plugin_dir_reader(reader), builtin, pm.task_dirs(), pm.task_variants())[0], origin
-
-
-def builtin_task_index(read_dir: Callable[[str], dict]) -> tuple[dict[str, dict], str]:
-    """lmms-eval's index of its own task folder as ``TaskManager.initialize_tasks`` builds it (``read_dir`` is
-    ``_get_task_and_group``: PyYAML's pure-Python loader over about 3,500 YAMLs, about 10 s), kept in the user's
-    cache under a digest of lmms-eval's version and every file's path, size and modification time, so that later
-    calls only list the folder; and where it came from."""
-    import time
-    from importlib.metadata import version
-
-    import lmms_eval.tasks
-
-    folder = os.path.dirname(os.path.abspath(lmms_eval.tasks.__file__)) + "/"
-    digest = hashlib.sha256(f"{version('lmms-eval')}\0{folder}".encode())
-    yamls = 0
-    for root, dirs, files in os.walk(folder):
-        dirs.sort()
-        for name in sorted(files):
-            stat = os.stat(os.path.join(root, name))
-            digest.update(f"{root}/{name}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-            yamls += name.endswith(".yaml")
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "pathbind"
-    path = cache / f"lmms_eval_task_index-{digest.hexdigest()[:20]}.json"
-    try:
-        return json.loads(path.read_text()), f"lmms-eval's own task index read from {path}"
-    except (OSError, ValueError):
-        pass
-    start = time.perf_counter()
-    index = read_dir(folder)
-    origin = (f"lmms-eval's own {yamls:,} task YAMLs indexed in {time.perf_counter() - start:.1f} s (PyYAML's "
-              f"pure-Python loader)")
-    try:
-        cache.mkdir(parents=True, exist_ok=True)
-        partial = path.with_suffix(f".{os.getpid()}")
-        partial.write_text(json.dumps(index))
-        os.replace(partial, path)
-        origin += f"; cached in {path} until lmms-eval's task files change"
-    except OSError as exc:
-        origin += f"; not cached ({exc})"
-    return index, origin
-
-
-def load_task_yaml(path: str | Path) -> dict:
-    """A task YAML through lmms-eval's own loader, ``include`` and ``!function`` targets resolved."""
-    from lmms_eval.utils import load_yaml_config
-
-    return load_yaml_config(str(path), mode="full")
-
-
-def task_documents(task: str) -> Sequence[dict[str, Any]]:
-    """The evaluation documents of ``task`` after its ``process_docs``, indexed like the sample logs' ``doc_id``,
-    built by lmms-eval's TaskManager with the seam installed (so the data resolves as it did during the run).
-    Raises ValueError naming the task and the cause."""
-    if not install_task_hook():
-        raise ValueError(f"{task}: this lmms-eval cannot index PathBind tasks (see `pathbind doctor`)")
-    from lmms_eval.tasks import TaskManager, get_task_dict
-
-    try:
-        return get_task_dict([task], TaskManager("ERROR"))[task].eval_docs
-    except Exception as exc:  # any loader failure (missing data, unknown task) becomes a note in the report
-        raise ValueError(f"{task}: cannot load its documents ({type(exc).__name__}: {exc})") from exc

@@ -4,7 +4,9 @@ Two callers start the watch: the model entry point (:func:`lmms_eval_models`) an
 (``pathbind_autoload``), which also runs in processes that never import ``lmms_eval.models`` (``lmms-eval tasks
 list``, ``TaskManager()`` built first). Nothing here may raise: lmms-eval drops every entry-point model if one entry
 point does, and torch fails its own import if an autoloaded extension raises. Nothing here imports lmms-eval or
-torch at load time: that would make ``lmms-eval models`` about 9 s slower.
+torch at load time (that would make ``lmms-eval models`` about 9 s slower), nor any other module of the seam or of
+PathBind: the start hook runs in every process that imports torch, so a patch's module is imported when lmms-eval
+defines what it wraps, and the plugins are read when lmms-eval asks for the models.
 """
 
 from __future__ import annotations
@@ -15,10 +17,6 @@ import sys
 import types
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
-
-from loguru import logger
-
-from pathbind.plugins import get_plugin_manager
 
 # --- entry points ---------------------------------------------------------------------------------------------
 
@@ -31,6 +29,8 @@ def lmms_eval_models() -> list[Any]:
     try:
         from lmms_eval.models.registry_v2 import ModelManifest
 
+        from pathbind.plugins import get_plugin_manager
+
         watch_lmms_eval()
         return [
             ModelManifest(model_id=spec.model_id, simple_class_path=spec.simple_class_path,
@@ -40,36 +40,57 @@ def lmms_eval_models() -> list[Any]:
     except KeyboardInterrupt:
         raise
     except BaseException:  # SystemExit from a plugin too: lmms-eval would drop every entry-point model
-        logger.exception("pathbind: could not register PathBind models with lmms-eval")
+        _logger().exception("pathbind: could not register PathBind models with lmms-eval")
         return []
 
-
-def lmms_eval_task_dirs() -> list[str]:
-    """Entry point of group ``lmms_eval.tasks`` (for lmms-eval releases that read it), in plugin order."""
-    try:
-        from pathbind.lmms.tasks import plugin_order
-
-        return [str(c.value) for c in plugin_order(get_plugin_manager().task_dirs())]
-    except KeyboardInterrupt:
-        raise
-    except BaseException:
-        logger.exception("pathbind: could not list PathBind task directories")
-        return []
 
 
 def watch_lmms_eval() -> None:
     """Install each patch once lmms-eval defines what it wraps, whichever of its modules is imported first."""
-    from pathbind.lmms.cache import install_cache_hook
-    from pathbind.lmms.cli import install_outcome_hook
-    from pathbind.lmms.evaluate import install_evaluate_hook
-    from pathbind.lmms.table import install_table_hook
+    when_defined("lmms_eval.tasks", "TaskManager", _install_tasks)
+    when_defined("lmms_eval.evaluator", "evaluate", _install_evaluate)
+    when_defined("lmms_eval.__main__", "make_table", _install_table)
+    when_defined("lmms_eval.__main__", "cli_evaluate_single", _install_outcome)
+    when_defined("lmms_eval.caching.response_cache", "ResponseCache", _install_cache)
+
+
+# Each patch's module is imported when its target is defined, not before.
+
+
+def _install_tasks() -> bool:
     from pathbind.lmms.tasks import install_task_hook
 
-    when_defined("lmms_eval.tasks", "TaskManager", install_task_hook)
-    when_defined("lmms_eval.evaluator", "evaluate", install_evaluate_hook)
-    when_defined("lmms_eval.__main__", "make_table", install_table_hook)
-    when_defined("lmms_eval.__main__", "cli_evaluate_single", install_outcome_hook)
-    when_defined("lmms_eval.caching.response_cache", "ResponseCache", install_cache_hook)
+    return install_task_hook()
+
+
+def _install_evaluate() -> bool:
+    from pathbind.lmms.evaluate import install_evaluate_hook
+
+    return install_evaluate_hook()
+
+
+def _install_table() -> bool:
+    from pathbind.lmms.table import install_table_hook
+
+    return install_table_hook()
+
+
+def _install_outcome() -> bool:
+    from pathbind.lmms.outcome import install_outcome_hook
+
+    return install_outcome_hook()
+
+
+def _install_cache() -> None:
+    from pathbind.lmms.cache import install_cache_hook
+
+    install_cache_hook()
+
+
+def _logger() -> Any:
+    from loguru import logger
+
+    return logger
 
 
 # --- installing a hook once a module defines a name ----------------------------------------------------------
@@ -107,7 +128,7 @@ def _guarded(install: Callable[[], object]) -> None:
     try:
         install()
     except Exception:
-        logger.exception(f"pathbind: could not hook lmms-eval ({getattr(install, '__name__', install)})")
+        _logger().exception(f"pathbind: could not hook lmms-eval ({getattr(install, '__name__', install)})")
 
 
 class _WatchedModule(types.ModuleType):
@@ -142,7 +163,7 @@ class _ImportWatcher(importlib.abc.MetaPathFinder):
         try:
             loader.exec_module = exec_and_install  # type: ignore[union-attr]  # this spec's own loader object
         except Exception:
-            logger.debug(f"pathbind: cannot watch the import of {fullname}")
+            _logger().debug(f"pathbind: cannot watch the import of {fullname}")
         return spec
 
 

@@ -1,1 +1,2 @@
-"""Train/test leakage audit over TCGA slide inventories: overlap matrix, leak partitions, stratified metrics."""
+"""Audits of the data behind a benchmark: train/test leakage by slide (``leakage``), site and patient signal in
+image features (``features``), near-duplicate images (``duplicates``)."""

@@ -10,7 +10,7 @@ from pathbind_analysis.report.document import Cell, Figure, Note, Section, Table
 from pathbind_analysis.report.figures import colour, new_figure, save
 from pathbind_analysis.report.fmt import best_marks, cells, finite, number
 from pathbind_analysis.report.runs import Run
-from pathbind_tasks.common.grounding_aggregations import Q_DEFAULT
+from pathbind_tasks.common.grounding_records import Q_DEFAULT
 
 # Table 3 order: PathBind-Grounding, then PathVG, then the demo; any other task with attn_iou follows by name.
 KNOWN = ("pathbind_grounding_testa", "pathbind_grounding_testb", "pathvg_testa", "pathvg_testb",

@@ -11,7 +11,7 @@ from pathbind_analysis.report.runs import Run
 
 
 def leakage_section(runs: list[Run], audits: list[Path], out: Path) -> Section:
-    from pathbind_analysis.audit.report import write_heatmap
+    from pathbind_analysis.audit.leakage.report import write_heatmap
 
     section = Section("Train/test leakage", "TCGA case (ρ_case) and site (ρ_TSS) overlap of training inventories "
                       "with test sets, from `pathbind audit-leakage` (its leakage.json).")

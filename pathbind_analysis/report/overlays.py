@@ -11,15 +11,15 @@ from typing import Any
 
 import numpy as np
 
-from pathbind.lmms.tasks import task_documents
+from pathbind.lmms.queries import task_documents
 from pathbind.lmms_output import sample_record, task_samples
-from pathbind.requests import AttentionResponse
+from pathbind.wire import AttentionResponse
 from pathbind_analysis.report.document import Figure, Note, Section
 from pathbind_analysis.report.figures import new_figure, save
 from pathbind_analysis.report.grounding import grounding_tasks
 from pathbind_analysis.report.runs import Run
 from pathbind_metrics.grounding import heat_map, view_pixels
-from pathbind_tasks.common.grounding_aggregations import Q_DEFAULT
+from pathbind_tasks.common.grounding_records import Q_DEFAULT
 from pathbind_tasks.common.images import rgb_image
 
 SUCCESS_IOU = 0.5  # at least half of mask ∪ box is shared: the attention localises the entity

@@ -18,7 +18,7 @@ def add_make_tiny_model_command(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from pathbind_models.hf.testing import image_grid, make_tiny_model
+    from pathbind_models.hf.tiny_checkpoints import image_grid, make_tiny_model
 
     out = make_tiny_model(args.family, args.out_dir, seed=args.seed)
     print(f"wrote a tiny {args.family} model to {out}")

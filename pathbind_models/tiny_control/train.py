@@ -46,7 +46,7 @@ class Encoded:
 
 def build(seed: int = 0) -> tuple[Any, Any]:
     """(model, processor): the Qwen2-VL tiny architecture of ``pathbind make-tiny-model``, initialised from ``seed``."""
-    from pathbind_models.hf.testing import build_tiny
+    from pathbind_models.hf.tiny_checkpoints import build_tiny
 
     make_model, config, processor = build_tiny("qwen2_vl")
     torch.manual_seed(seed)

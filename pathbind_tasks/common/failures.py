@@ -8,7 +8,7 @@ from typing import Any
 
 from loguru import logger
 
-from pathbind.requests import MODEL_FAILED
+from pathbind.wire import MODEL_FAILED
 from pathbind_tasks.common.metrics import names
 
 REQUEST_FAILED = "[LMMS_EVAL_REQUEST_FAILED"  # openai, gemini, async_openai once max_retries attempts failed

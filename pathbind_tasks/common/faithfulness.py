@@ -22,9 +22,9 @@ import numpy as np
 from PIL import Image
 
 from pathbind import render_template
-from pathbind.requests import OcclusionRequest, OcclusionResponse
+from pathbind.wire import OcclusionRequest, OcclusionResponse
 from pathbind_tasks.common import box_rows
-from pathbind_tasks.common import faithfulness_aggregations as fa
+from pathbind_tasks.common import faithfulness_records as fr
 from pathbind_tasks.common.accounting import close, counting
 from pathbind_tasks.common.failures import response_scorer
 from pathbind_tasks.common.images import rgb_image
@@ -70,7 +70,7 @@ def item_seed(doc_id: Any) -> int:
 
 
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
-    """An occlusion request (``pathbind.requests``) for the item's presence question."""
+    """An occlusion request (``pathbind.wire``) for the item's presence question."""
     options = lmms_eval_specific_kwargs or {}
     expression = str(doc["expression"])  # a row without a text expression was dropped
     prompt = render_template("yesno", question=question(expression), thinking=False)
@@ -81,13 +81,13 @@ def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] |
 
 def _score(doc: dict[str, Any], text: str) -> dict[str, Any]:
     response = OcclusionResponse.decode(text)
-    return fa.item_record(_scores(response.original, "original"), _scores(response.patches, "patches"),
+    return fr.item_record(_scores(response.original, "original"), _scores(response.patches, "patches"),
                           response.attention, response.text_only, response.curves, reference=REFERENCE,
                           box=[float(v) for v in doc["bbox"]], image_size=(int(doc["width"]), int(doc["height"])),
                           seed=item_seed(doc["id"]), view_box=response.view_box)
 
 
-process_results = response_scorer("faithfulness", {"group": "subgroup"}, _score, fa.lost_record)
+process_results = response_scorer("faithfulness", {"group": "subgroup"}, _score, fr.lost_record)
 
 
 def _scores(part: np.ndarray | str, name: str) -> np.ndarray:

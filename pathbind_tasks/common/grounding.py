@@ -17,9 +17,9 @@ import numpy as np
 from PIL import Image
 
 from pathbind import render_template
-from pathbind.requests import LAYER_SETS, AttentionRequest, AttentionResponse, Query
+from pathbind.wire import LAYER_SETS, AttentionRequest, AttentionResponse, Query
 from pathbind_tasks.common import box_rows
-from pathbind_tasks.common import grounding_aggregations as ga
+from pathbind_tasks.common import grounding_records as gr
 from pathbind_tasks.common.accounting import close, counting
 from pathbind_tasks.common.failures import response_scorer
 from pathbind_tasks.common.images import rgb_image
@@ -65,7 +65,7 @@ def doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
 
 
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
-    """An attention request (see ``pathbind.requests``) for the true expression and its alternatives."""
+    """An attention request (see ``pathbind.wire``) for the true expression and its alternatives."""
     template = (lmms_eval_specific_kwargs or {}).get("template", "locate")
     entities = [str(doc["expression"]), *doc["alternatives"]]  # a row without a text expression was dropped
     queries = tuple(Query(render_template(template, entity=entity), entity) for entity in entities)
@@ -74,11 +74,11 @@ def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] |
 
 def _score(doc: dict[str, Any], response: str) -> dict[str, Any]:
     decoded = AttentionResponse.decode(response)  # no-answer responses never get here
-    return ga.item_record(decoded.maps, list(doc["bbox"]), (int(doc["width"]), int(doc["height"])),
+    return gr.item_record(decoded.maps, list(doc["bbox"]), (int(doc["width"]), int(doc["height"])),
                           view_box=decoded.view_box)
 
 
-process_results = response_scorer("grounding", {"split": "split"}, _score, ga.lost_record)
+process_results = response_scorer("grounding", {"split": "split"}, _score, gr.lost_record)
 
 
 def split_filter(split: str) -> Callable[[datasets.Dataset], datasets.Dataset]:

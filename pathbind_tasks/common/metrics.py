@@ -18,12 +18,12 @@ from typing import Any
 
 from pathbind_tasks.common import faithfulness_aggregations as fa
 from pathbind_tasks.common import grounding_aggregations as ga
+from pathbind_tasks.common import pathview_aggregations as pv
+from pathbind_tasks.common import specificity_aggregations as sp
 from pathbind_tasks.common import vqa_aggregations as va
 from pathbind_tasks.common.accounting import accounting
 from pathbind_tasks.common.conditions import ABLATION_CONDITIONS
 from pathbind_tasks.common.ordering import in_id_order
-from pathbind_tasks.pathvg import aggregations as sp
-from pathbind_tasks.pathview import aggregations as pv
 
 Aggregate = Callable[[list[Any]], Any]  # lmms-eval hands an aggregation the list of every rank's records
 
@@ -54,7 +54,7 @@ def _item_mean(mean: Callable[..., float], field: str) -> Aggregate:
 
 
 METRICS: tuple[Metric, ...] = (
-    # VQA with and without the image, and under image ablations (records: vqa_aggregations)
+    # VQA with and without the image, and under image ablations (records: vqa)
     Metric("acc_image", partial(va.condition_accuracy, condition="image"), True, VQA),
     Metric("acc_text", partial(va.condition_accuracy, condition="text"), False, (VQA_FULL,)),
     Metric("mg", va.mg, True, (VQA_FULL,)),
@@ -66,7 +66,7 @@ METRICS: tuple[Metric, ...] = (
     *(metric for condition in ABLATION_CONDITIONS for metric in (
         Metric(f"acc_{condition}", partial(va.condition_accuracy, condition=condition), False, (VQA_ABLATION,)),
         Metric(f"drop_{condition}", partial(va.accuracy_drop, condition=condition), True, (VQA_ABLATION,)))),
-    # Attention grounding (records: grounding_aggregations)
+    # Attention grounding (records: grounding_records)
     Metric("attn_iou", _item_mean(ga.headline_value, "iou"), True, GROUNDING),
     Metric("attn_precision", _item_mean(ga.headline_value, "precision"), True, GROUNDING),
     Metric("attn_recall", _item_mean(ga.headline_value, "recall"), True, GROUNDING),
@@ -77,7 +77,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("q_sweep", in_id_order(ga.q_sweep), True, GROUNDING),
     Metric("layer_sweep", in_id_order(ga.layer_sweep), True, GROUNDING),
     Metric("lost_items", ga.lost_items, False, GROUNDING),
-    # Causal faithfulness of heat maps (records: faithfulness_aggregations)
+    # Causal faithfulness of heat maps (records: faithfulness_records)
     Metric("attn_occlusion_rho", _item_mean(fa.mean, "attn_occlusion_rho"), True, FAITHFULNESS),
     Metric("attn_abs_delta_rho", _item_mean(fa.mean, "attn_abs_delta_rho"), True, FAITHFULNESS),
     Metric("causal_l1", _item_mean(fa.mean, "causal_l1"), True, FAITHFULNESS),
@@ -95,7 +95,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("perm_tests", in_id_order(fa.permutation_tests), False, FAITHFULNESS),
     Metric("verdict", in_id_order(fa.verdict), True, FAITHFULNESS),
     Metric("faith_lost", fa.lost_counts, False, FAITHFULNESS),
-    # PathView-Bench (records: pathbind_tasks.pathview.scoring)
+    # PathView-Bench (records: pathbind_tasks.common.pathview)
     Metric("dice", pv.dice, True, ("pathview_grounding",)),
     Metric("accuracy", pv.accuracy, True, ("pathview_choice",)),
     Metric("macro_f1", pv.macro_f1, True, ("pathview_bins",)),
@@ -105,7 +105,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("false_refusal_rate", pv.refusal_rate, False, PATHVIEW_ANSWERABLE),
     Metric("invalid_rate", pv.invalid_rate, False, PATHVIEW),
     Metric("ci95", pv.ci95, True, PATHVIEW),
-    # The PathVG expression specificity judge (records: pathbind_tasks.pathvg.specificity)
+    # The PathVG expression specificity judge (records: pathbind_tasks.common.specificity)
     Metric("specific_rate", sp.specific_rate, True, SPECIFICITY),
     Metric("invalid_rate", sp.invalid_rate, False, SPECIFICITY),
     Metric("judgements", sp.judgements, True, SPECIFICITY),

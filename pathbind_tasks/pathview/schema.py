@@ -25,6 +25,7 @@ from pathbind_conventions import REFUSAL_FORM
 from pathbind_metrics.pathview import box_problem
 from pathbind_tasks.common import box_rows
 from pathbind_tasks.common.conditions import IMAGE_ONLY, with_conditions
+from pathbind_tasks.common.pathview_vocabulary import matcher
 from pathbind_tasks.common.raw import (
     BadField,
     embedded_docs,
@@ -36,7 +37,6 @@ from pathbind_tasks.common.raw import (
     text_field,
     unique_ids,
 )
-from pathbind_tasks.pathview.vocabulary import matcher
 
 DATA_NAME = "pathview"
 LABEL = "PathView-Bench"

@@ -16,11 +16,11 @@ import pytest
 from conftest import BIN, run
 from PIL import Image
 
-from pathbind_analysis.duplicates.command import DHASH_THRESHOLD, PHASH_THRESHOLD
-from pathbind_analysis.duplicates.edits import crop, jpeg, resize
-from pathbind_analysis.duplicates.hashing import image_hashes
-from pathbind_analysis.duplicates.index import HammingIndex, brute_force_pairs
-from pathbind_analysis.duplicates.sources import ImageItem
+from pathbind_analysis.audit.duplicates.command import DHASH_THRESHOLD, PHASH_THRESHOLD
+from pathbind_analysis.audit.duplicates.edits import crop, jpeg, resize
+from pathbind_analysis.audit.duplicates.hashing import image_hashes
+from pathbind_analysis.audit.duplicates.index import HammingIndex, brute_force_pairs
+from pathbind_analysis.audit.duplicates.sources import ImageItem
 from pathbind_tasks.demo.tissue import TISSUES, TileSpec, render_tile
 
 BENCHMARK = Path(__file__).resolve().parents[2] / "benchmarks" / "duplicates.py"

@@ -19,9 +19,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
 from pathbind.cli import main
-from pathbind_analysis.audit.features_probes import class_holdout
-from pathbind_analysis.audit.features_read import read_table
-from pathbind_analysis.audit.features_slides import choose_slides
+from pathbind_analysis.audit.features.probes import class_holdout
+from pathbind_analysis.audit.features.read import read_table
+from pathbind_analysis.audit.features.slides import choose_slides
 
 DIM = 16
 RESAMPLES = "50"

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from pathbind_analysis.audit.in_run import KEYS, TRAIN_ENV, leakage_split
+from pathbind_analysis.audit.leakage.in_run import KEYS, TRAIN_ENV, leakage_split
 
 RECORDS = ([{"slide_id": "TCGA-AA-0001-01Z-00-DX2", "correct": True}] * 4
            + [{"slide_id": "TCGA-AA-0009", "correct": True}, {"slide_id": "TCGA-AA-0009", "correct": False}]

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pathbind_analysis.audit import inventory
-from pathbind_analysis.audit.inventory import InventoryError, Source, iter_ids, parse_source
+from pathbind_analysis.audit.leakage import inventory
+from pathbind_analysis.audit.leakage.inventory import InventoryError, Source, iter_ids, parse_source
 
 
 def ids(path, column=None):

@@ -14,7 +14,7 @@ import pytest
 from conftest import BIN, run
 
 from pathbind.lmms_output import RECORD, sample_record, task_samples
-from pathbind_analysis.audit.samples import _metric_values
+from pathbind_analysis.audit.leakage.samples import _metric_values
 from pathbind_analysis.curation.logs import read_model_answers
 from pathbind_analysis.report.overlays import _item_maps
 from pathbind_analysis.report.vqa import _image_records

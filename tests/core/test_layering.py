@@ -78,3 +78,61 @@ def test_a_row_naming_libraries_names_all_a_package_imports_at_import_time(packa
               and not first_party(module) and module.split(".")[0] not in sys.stdlib_module_names
               and not allowed(module, names)]
     assert not broken, "\n".join(broken)
+
+
+def _module_imports() -> dict[str, set[str]]:
+    """Each first-party module and the first-party modules it imports (in functions and ``TYPE_CHECKING`` blocks
+    too); ``from package import name`` is an import of the submodule where ``name`` is one."""
+    files = {".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__"): path
+             for package in PACKAGES
+             for path in ([ROOT / f"{package}.py"] if (ROOT / f"{package}.py").is_file()
+                          else sorted((ROOT / package).rglob("*.py")))}
+    graph: dict[str, set[str]] = {}
+    for module, path in files.items():
+        graph[module] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                graph[module].update(alias.name for alias in node.names if alias.name in files)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module in files:
+                submodules = {f"{node.module}.{alias.name}" for alias in node.names} & files.keys()
+                graph[module].update(submodules or {node.module})
+    return graph
+
+
+def test_no_module_is_part_of_an_import_circle():
+    """Modules import one another without a circle, lazily or not: each can be read and replaced from the bottom
+    up (a package's __init__ that hands names on counts as its own module)."""
+    graph = _module_imports()
+    circles, state = [], dict.fromkeys(graph, 0)  # 0 unseen, 1 on the current path, 2 done
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph[module] - {module}):
+            if state[target] == 1:
+                circles.append(" -> ".join([*path[path.index(target):], target]))
+            elif state[target] == 0:
+                visit(target, [*path, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if state[module] == 0:
+            visit(module, [module])
+    assert not circles, "\n".join(circles)
+
+
+def test_no_module_is_over_500_lines():
+    """A module over 500 lines holds more than one thing: its private engines go to ``_``-prefixed modules."""
+    long = [f"{path.relative_to(ROOT)}: {n}" for package in PACKAGES
+            for path in ([ROOT / f"{package}.py"] if (ROOT / f"{package}.py").is_file()
+                         else sorted((ROOT / package).rglob("*.py")))
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500]
+    assert not long, "\n".join(long)
+
+
+def test_the_shared_task_code_imports_no_benchmark_folder():
+    """``pathbind_tasks/common`` is what the benchmark folders share: it imports none of them."""
+    graph = _module_imports()
+    upward = [f"{module} imports {target}" for module, targets in graph.items()
+              if module.startswith("pathbind_tasks.common") for target in targets
+              if target.startswith("pathbind_tasks.") and not target.startswith("pathbind_tasks.common")]
+    assert not upward, "\n".join(upward)

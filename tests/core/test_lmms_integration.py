@@ -22,7 +22,7 @@ from lmms_eval.tasks import TaskManager
 index = TaskManager("ERROR", include_defaults=False).task_index
 evaluator = sys.modules.get("lmms_eval.evaluator")
 print(json.dumps({"plugin": index.get("pathbind_demo_vqa", {}).get("yaml_path"), "builtin": "mme" in index,
-                  "evaluate_hooked": getattr(getattr(evaluator, "evaluate", None), "__pathbind_task_hook__", None)}))
+                  "evaluate_hooked": getattr(getattr(evaluator, "evaluate", None), "__pathbind_patch__", None)}))
 """
 
 
@@ -49,7 +49,7 @@ def test_plugin_tasks_are_indexed_whatever_lmms_eval_imports_first(tmp_path, fir
 
 def test_evaluate_is_hooked_when_the_evaluator_is_imported_after_the_task_manager(tmp_path):
     found = python(tmp_path, INDEX_PLUGIN_TASKS + "\nimport lmms_eval.evaluator as e\n"
-                   "print(json.dumps({'evaluate_hooked': getattr(e.evaluate, '__pathbind_task_hook__', None)}))")
+                   "print(json.dumps({'evaluate_hooked': getattr(e.evaluate, '__pathbind_patch__', None)}))")
     assert found["evaluate_hooked"] is True
 
 

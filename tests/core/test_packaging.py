@@ -58,7 +58,6 @@ def test_wheel_declares_plugins_models_tasks_and_scripts(wheel):
     for line in ("pathbind_tasks = pathbind_tasks.plugin", "pathbind_models = pathbind_models.plugin",
                  "pathbind_analysis = pathbind_analysis.plugin",
                  "pathbind = pathbind.lmms.watch:lmms_eval_models",
-                 "pathbind = pathbind.lmms.watch:lmms_eval_task_dirs",
                  "lmms_eval = pathbind.lmms.cli:main", "pathbind = pathbind.cli:console"):
         assert line in entry_points, line
 

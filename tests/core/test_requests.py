@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pathbind.requests import (
+from pathbind.wire import (
     AttentionRequest,
     AttentionResponse,
     OcclusionRequest,

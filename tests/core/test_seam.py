@@ -18,12 +18,11 @@ from pathbind import TaskVariants, hookimpl, make_plugin_manager
 from pathbind.catalog import plugin_tasks
 from pathbind.lmms import patches
 from pathbind.lmms.evaluate import install_evaluate_hook
+from pathbind.lmms.marks import FIRST_PARTY_PLUGINS, marked
 from pathbind.lmms.patches import HOOKED_SOURCES, compatibility_problem, hooked_sources_changed
 from pathbind.lmms.running import InTask, RunningTask
 from pathbind.lmms.table import _scalars_only, scalar_view, structured_note
 from pathbind.lmms.tasks import (
-    FIRST_PARTY_PLUGINS,
-    HOOK_MARK,
     TaskBuildError,
     _NamingTheTask,
     install_task_hook,
@@ -31,7 +30,7 @@ from pathbind.lmms.tasks import (
     plugin_order,
     task_conflicts,
 )
-from pathbind.lmms.watch import lmms_eval_models, lmms_eval_task_dirs
+from pathbind.lmms.watch import lmms_eval_models
 from pathbind.plugins import Contribution
 
 DEMO = Path(pathbind_tasks.__file__).parent / "demo"  # the installed package the tests run against
@@ -88,7 +87,7 @@ def _seam_patches() -> set[str]:
         for value in (v for owner in owners for v in vars(owner).values()):
             function = getattr(value, "__func__", value)  # classmethod, staticmethod
             code = getattr(function, "__code__", None)
-            if code is not None and (code.co_filename.startswith(seam) or getattr(function, HOOK_MARK, False)):
+            if code is not None and (code.co_filename.startswith(seam) or marked(function)):
                 original = inspect.unwrap(function)
                 found.add(f"{original.__module__}:{original.__qualname__}")
     return found
@@ -392,10 +391,9 @@ def test_the_entry_points_never_raise(monkeypatch, error):
     def explode(*args):
         raise error
 
-    monkeypatch.setattr("pathbind.lmms.watch.get_plugin_manager", explode)
+    monkeypatch.setattr("pathbind.plugins.get_plugin_manager", explode)
     monkeypatch.setattr("pathbind.lmms.watch.when_defined", explode)
     assert lmms_eval_models() == []
-    assert lmms_eval_task_dirs() == []
     assert pathbind_autoload.start() is None
 
 
@@ -442,9 +440,9 @@ def test_an_evaluation_that_returns_without_evaluating_or_writing_is_recorded_as
     named) or wrote no results file under --output_path failed; one that wrote its results did not."""
     from argparse import Namespace
 
-    from pathbind.lmms import cli
+    from pathbind.lmms import outcome
 
-    monkeypatch.setattr(cli, "_FAILED", [])
+    monkeypatch.setattr(outcome, "FAILED", [])
     args = Namespace(output_path=str(tmp_path))
 
     def evaluation(results: dict, write: bool = False):
@@ -453,7 +451,7 @@ def test_an_evaluation_that_returns_without_evaluating_or_writing_is_recorded_as
                 (tmp_path / "model" / "20260101_results.json").parent.mkdir(exist_ok=True)
                 (tmp_path / "model" / "20260101_results.json").write_text("{}")
             return results, None
-        return cli._recording_failures(cli_evaluate_single)
+        return outcome._recording_failures(cli_evaluate_single)
 
     skipped = {"results": {}, "pathbind": {"skipped_tasks": {"probe": "task probe: the model offers no attention"}}}
     assert evaluation(skipped)(args) == (skipped, None)
@@ -464,8 +462,8 @@ def test_an_evaluation_that_returns_without_evaluating_or_writing_is_recorded_as
         raise KeyError("context")
 
     with pytest.raises(KeyError):  # lmms-eval's cli_evaluate catches it and logs it
-        cli._recording_failures(broken)(args)
-    failed = cli._FAILED
+        outcome._recording_failures(broken)(args)
+    failed = outcome.FAILED
     assert failed == ["no task was evaluated; task probe: the model offers no attention",
                       f"no results file was written under {tmp_path} (lmms-eval's log says why)",
                       "KeyError: 'context'"]

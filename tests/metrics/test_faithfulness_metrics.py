@@ -9,12 +9,13 @@ import pytest
 from PIL import Image
 from scipy import stats
 
-from pathbind.requests import OcclusionRequest
-from pathbind_conventions import cell_edges
+from pathbind.wire import OcclusionRequest
+from pathbind_conventions import cell_edges, resample_to_grid
 from pathbind_metrics import faithfulness as fm
 from pathbind_models.adapter import EntityAttention
 from pathbind_models.occlusion import answer, curve_masks, occlude
 from pathbind_tasks.common import faithfulness_aggregations as fa
+from pathbind_tasks.common import faithfulness_records as fr
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -31,11 +32,11 @@ def test_spearman_of_a_constant_map_is_nan():
 def test_resampling_preserves_area_means():
     """8x8 onto 16x16 repeats each value in 2x2 cells; 16x16 onto 8x8 averages 2x2 blocks; 3x3 onto 2x2 by area."""
     small = np.arange(64.0).reshape(8, 8)
-    assert np.array_equal(fm.resample_to_grid(small, 16), np.kron(small, np.ones((2, 2))))
-    assert np.allclose(fm.resample_to_grid(np.kron(small, np.ones((2, 2))), 8), small)
+    assert np.array_equal(resample_to_grid(small, 16), np.kron(small, np.ones((2, 2))))
+    assert np.allclose(resample_to_grid(np.kron(small, np.ones((2, 2))), 8), small)
     three = np.arange(9.0).reshape(3, 3)
     expected_top_left = (three[0, 0] + three[0, 1] / 2 + three[1, 0] / 2 + three[1, 1] / 4) / 2.25
-    assert fm.resample_to_grid(three, 2)[0, 0] == pytest.approx(expected_top_left)
+    assert resample_to_grid(three, 2)[0, 0] == pytest.approx(expected_top_left)
 
 
 def test_occlusion_map_is_the_margin_drop():
@@ -70,10 +71,10 @@ def test_curve_auc():
 
 def test_a_model_ignoring_the_image_has_zero_causal_l1_and_nan_causal_amim():
     scores = np.array([-0.5, -1.0])
-    record = fa.item_record(scores, np.tile(scores, (16, 1)), np.ones((4, 4)), scores, {}, reference=0,
+    record = fr.item_record(scores, np.tile(scores, (16, 1)), np.ones((4, 4)), scores, {}, reference=0,
                             box=[0, 0, 8, 8], image_size=(16, 16), seed=0)
     assert record["causal_l1"] == 0.0 and math.isnan(record["causal_amim"])
-    assert record["lost"]["causal_amim"] == fa.NO_CAUSAL_SIGNAL and record["text_agreement"] == 1.0
+    assert record["lost"]["causal_amim"] == fr.NO_CAUSAL_SIGNAL and record["text_agreement"] == 1.0
     assert fa.verdict([record] * 5)["image"] == "does not use the image"
 
 
@@ -106,7 +107,7 @@ def test_the_grid_is_the_same_everywhere_on_a_size_not_divisible_by_g():
         assert painted.sum() == (rows[r + 1] - rows[r]) * (cols[c + 1] - cols[c])
         box = [xs.min(), ys.min(), xs.max() + 1, ys.max() + 1]
         assert np.array_equal(fm.box_coverage(box, UNEVEN, G), mask.astype(float))
-        assert np.allclose(fm.resample_to_grid(painted.astype(float), G, image_size=UNEVEN), mask, atol=1e-12)
+        assert np.allclose(resample_to_grid(painted.astype(float), G, image_size=UNEVEN), mask, atol=1e-12)
 
 
 class BoxWatcher:

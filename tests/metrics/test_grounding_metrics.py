@@ -13,7 +13,7 @@ from PIL import Image
 from scipy import ndimage, stats
 from sklearn.metrics import average_precision_score
 
-from pathbind_metrics import grounding
+from pathbind_metrics import _grounding_maps, _grounding_ranks, grounding
 from pathbind_metrics.grounding import (
     attention_region_metrics,
     correlation_problem,
@@ -454,7 +454,7 @@ def test_kth_largest_by_buckets_equals_a_full_sort(seed):
             values = np.full(size, 0.25)
         ranked = np.sort(values)
         for k in {1, size, int(rng.integers(1, size + 1))}:
-            assert grounding._kth_largest(values, k) == ranked[size - k]
+            assert _grounding_ranks._kth_largest(values, k) == ranked[size - k]
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -470,7 +470,7 @@ def test_count_at_least_by_buckets_equals_brute_force(seed):
         low, high = float(thresholds.min()), float(thresholds.max())
         values = values[(values >= low) & (values <= high)]
         expected = (values[None, :] >= thresholds[:, None]).sum(axis=1)
-        assert np.array_equal(grounding._count_at_least(values, thresholds, low, high), expected)
+        assert np.array_equal(_grounding_ranks._count_at_least(values, thresholds, low, high), expected)
 
 
 @pytest.mark.parametrize(("grid", "image_size", "view"), [
@@ -482,10 +482,10 @@ def test_blocks_bound_their_pixels_and_compute_them_bit_identically(grid, image_
     pixels, bit for bit (the reference upsampling pixel-row by pixel-row)."""
     rng = np.random.default_rng(sum(grid) + image_size[0])
     for attn in (rng.random(grid), np.round(rng.random(grid) * 2), rng.random(grid).astype(np.float32)):
-        prepared = grounding._prepare(attn, [1, 2, 30, 25], image_size, 3.0, view)
+        prepared = _grounding_maps._prepare(attn, [1, 2, 30, 25], image_size, 3.0, view)
         if isinstance(prepared, str):
             continue
-        blocks = grounding._Blocks(prepared)
+        blocks = _grounding_ranks._Blocks(prepared)
         heat = _reference_heat(attn.astype(float), image_size, view or [0, 0, *image_size], 3.0)[prepared.seen]
         rows, cols = np.diff(blocks.row_edges), np.diff(blocks.col_edges)
         low, high = (np.repeat(np.repeat(b, rows, axis=0), cols, axis=1) for b in (blocks.low, blocks.high))

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from pathbind_metrics.parsing import parse_choice, parse_yes_no
 from pathbind_metrics.pathview_parsing import parse_option
-from pathbind_tasks.pathview.vocabulary import matcher
+from pathbind_tasks.common.pathview_vocabulary import matcher
 
 OPTS = ["Adenocarcinoma", "Squamous cell carcinoma", "Lymphoma", "Normal tissue"]
 LETTERS = "ABCD"

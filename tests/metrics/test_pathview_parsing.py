@@ -7,7 +7,7 @@ import pytest
 from pathbind_metrics.labels import LabelMatcher
 from pathbind_metrics.pathview_parsing import parse_boxes, parse_count, parse_entities, parse_option
 from pathbind_metrics.refusal import REFUSAL_PHRASES, is_refusal
-from pathbind_tasks.pathview.vocabulary import answer_class, matcher, vocabulary
+from pathbind_tasks.common.pathview_vocabulary import answer_class, matcher, vocabulary
 
 
 @pytest.mark.parametrize("text", [

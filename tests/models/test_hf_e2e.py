@@ -8,7 +8,7 @@ import socket
 import pytest
 from conftest import BIN, lmms_eval, metric
 
-from pathbind.requests import AttentionResponse
+from pathbind.wire import AttentionResponse
 
 pytestmark = pytest.mark.slow
 TASKS = "pathbind_demo_vqa,pathbind_demo_grounding"

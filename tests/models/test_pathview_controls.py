@@ -14,8 +14,8 @@ from pathbind_metrics.refusal import is_refusal
 from pathbind_models.baseline import baseline_answer, task_stats
 from pathbind_models.controls.blind import BlindControl
 from pathbind_models.controls.positive import PositiveControl
+from pathbind_tasks.common import pathview_aggregations as aggregations
 from pathbind_tasks.demo import pathview_synth
-from pathbind_tasks.pathview import aggregations
 from pathbind_tasks.pathview.prompts import doc_to_text
 
 TASKS = list(pathview_synth.TASKS)

@@ -8,7 +8,7 @@ import math
 import pytest
 from conftest import lmms_eval, metric
 
-from pathbind.requests import AttentionResponse
+from pathbind.wire import AttentionResponse
 
 pytestmark = pytest.mark.slow
 GRIDS = {"qwen2_5_vl": (9, 9), "llava": (24, 24)}  # the demo's 256×256 images: smart_resize to 252; CLIP to 336

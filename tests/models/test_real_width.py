@@ -23,7 +23,7 @@ _spec.loader.exec_module(real_width)
 def test_the_proxy_has_qwen2_5_0_5b_text_dimensions_and_about_1_3k_image_tokens():
     """Hidden 896, 24 layers, GQA 14/2, MLP 4,864 as published; the image gives 1,296 tokens; built on the meta
     device, the text model has Qwen2.5-0.5B's 494 M parameters (tied embeddings)."""
-    from pathbind_models.hf.testing import build_tiny
+    from pathbind_models.hf.tiny_checkpoints import build_tiny
 
     text = real_width.TEXT_05B
     assert (text["hidden_size"], text["num_hidden_layers"], text["num_attention_heads"],

@@ -367,9 +367,10 @@ def test_the_evaluate_hook_is_installed_where_lmms_eval_looks_it_up():
     import lmms_eval.evaluator as evaluator
 
     from pathbind.lmms.evaluate import install_evaluate_hook
+    from pathbind.lmms.marks import marked
 
     assert install_evaluate_hook() and install_evaluate_hook()
-    assert getattr(evaluator.evaluate, "__pathbind_task_hook__", False)
+    assert marked(evaluator.evaluate)
     assert "evaluate" in inspect.unwrap(evaluator.simple_evaluate).__code__.co_names
 
 

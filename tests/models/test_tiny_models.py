@@ -12,7 +12,7 @@ from transformers import AutoModelForImageTextToText, AutoProcessor
 
 from pathbind.cli import main
 from pathbind_models.hf.families import NAMES
-from pathbind_models.hf.testing import image_grid, make_tiny_model
+from pathbind_models.hf.tiny_checkpoints import image_grid, make_tiny_model
 
 PROMPT = "Look at the image and locate: nuclei with prominent nucleoli"
 ENTITY = "nuclei with prominent nucleoli"

@@ -18,7 +18,7 @@ from lmms_eval.caching.response_cache import ResponseCache
 from PIL import Image
 
 from pathbind.lmms.cache import install_cache_hook
-from pathbind.requests import MODEL_FAILED, AttentionRequest, AttentionResponse, OcclusionRequest, Query
+from pathbind.wire import MODEL_FAILED, AttentionRequest, AttentionResponse, OcclusionRequest, Query
 from pathbind_models.controls.models import PositiveControlModel
 from pathbind_tasks.common.failures import no_answer_reason
 
@@ -53,9 +53,13 @@ REQUESTS = [ask("What tissue is this?", 0), ask("Describe the image.", 1), ask(A
 def test_units_are_batches_of_prompts_and_single_encoded_requests():
     contexts = ["q", "q", "q", ATTENTION, "q", ATTENTION, "[pathbind:attention/v1] {broken", "q"]
     requests = [ask(context, i) for i, context in enumerate(contexts)]
-    assert control(2).cache_units("generate_until", requests) == [(0, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 7),
-                                                                   (7, 8)]
-    assert control(3).cache_units("generate_until", requests) == [(0, 3), (3, 4), (4, 5), (5, 6), (6, 7), (7, 8)]
+    # a request is grouped by its header (its body is decoded once, when answered): the broken attention request
+    # shares a unit with the attention request before it and is answered with its own failure
+    assert control(2).cache_units("generate_until", requests) == [(0, 2), (2, 3), (3, 4), (4, 5), (5, 7), (7, 8)]
+    assert control(3).cache_units("generate_until", requests) == [(0, 3), (3, 4), (4, 5), (5, 7), (7, 8)]
+    answers = control(2).generate_until([ask(ATTENTION, 0), ask(contexts[6], 1)])
+    assert len(AttentionResponse.decode(answers[0]).maps) == 1
+    assert answers[1].startswith(f"{MODEL_FAILED} ValueError: malformed attention request")
     assert control(1).cache_units("loglikelihood", requests[:3]) == [(0, 1), (1, 2), (2, 3)]
     # attention requests in a row share units of batch_size; an occlusion request stands alone
     contexts = [ATTENTION, ATTENTION, ATTENTION, "q", ATTENTION, ATTENTION, OCCLUSION, ATTENTION]

@@ -12,11 +12,12 @@ from conftest import lmms_eval, metric
 from PIL import Image
 from sklearn.metrics import average_precision_score
 
+from pathbind_conventions import resample_to_grid
 from pathbind_metrics import grounding
-from pathbind_metrics.faithfulness import resample_to_grid
 from pathbind_models.hf.adapter import HFAdapter
 from pathbind_models.hf.families import NAMES
 from pathbind_tasks.common import grounding_aggregations as ga
+from pathbind_tasks.common import grounding_records as gr
 
 PROMPT = "Look at the image and locate: nuclei with prominent nucleoli"
 ENTITY = "nuclei with prominent nucleoli"
@@ -128,20 +129,20 @@ def test_items_say_when_their_box_is_outside_the_view():
     """A box wholly outside the view is lost with its reason; one partly outside is scored with a diagnostic."""
     maps = [{"mid": np.random.default_rng(s).random((4, 4))} for s in range(3)]
     view = [128, 0, 384, 256]
-    outside = ga.item_record(maps, [0, 0, 100, 100], (512, 256), view_box=view)
-    partly = ga.item_record(maps, [100, 0, 200, 100], (512, 256), view_box=view)
-    inside = ga.item_record(maps, [200, 0, 300, 100], (512, 256), view_box=view)
+    outside = gr.item_record(maps, [0, 0, 100, 100], (512, 256), view_box=view)
+    partly = gr.item_record(maps, [100, 0, 200, 100], (512, 256), view_box=view)
+    inside = gr.item_record(maps, [200, 0, 300, 100], (512, 256), view_box=view)
     assert math.isnan(outside["iou"]["0.2"]) and outside["lost"]["iou"] == grounding.BOX_OUTSIDE_VIEW
-    assert partly["diagnostics"] == [ga.BOX_PARTLY_OUTSIDE_VIEW] and partly["box_in_view"] == pytest.approx(0.72)
+    assert partly["diagnostics"] == [gr.BOX_PARTLY_OUTSIDE_VIEW] and partly["box_in_view"] == pytest.approx(0.72)
     assert inside["diagnostics"] == [] and inside["view_box"] == view
     lost = ga.lost_items([outside, partly, inside])
     assert lost["scored"] == 2 and lost[f"iou: {grounding.BOX_OUTSIDE_VIEW}"] == 1
-    assert lost[f"diagnostic: {ga.BOX_PARTLY_OUTSIDE_VIEW}"] == 1
+    assert lost[f"diagnostic: {gr.BOX_PARTLY_OUTSIDE_VIEW}"] == 1
 
 
 def test_an_item_lost_before_any_map_reports_no_view():
     """A response that is not a response says why; it claims no view_box, not the placeholder's 1×1 image."""
-    record = ga.lost_record("not an attention response")
+    record = gr.lost_record("not an attention response")
     assert record["view_box"] is None and record["lost"]["item"] == "not an attention response"
     assert math.isnan(record["iou"]["0.2"]) and ga.lost_items([record])["scored"] == 0
 
@@ -170,7 +171,7 @@ def test_occlusion_cells_outside_the_view_are_not_counted_as_ignored():
     over the seen cells and equals scipy's there, and the unseen cells are counted."""
     from scipy.stats import spearmanr
 
-    from pathbind_tasks.common import faithfulness_aggregations as fa
+    from pathbind_tasks.common import faithfulness_records as fr
 
     rng = np.random.default_rng(3)
     seen = np.zeros((4, 4), bool)
@@ -179,12 +180,12 @@ def test_occlusion_cells_outside_the_view_are_not_counted_as_ignored():
     original = np.array([0.0, -2.0])
     patches = np.tile(original, (16, 1))
     patches[seen.ravel(), 0] -= rng.random(8)  # only seen cells move the margin
-    record = fa.item_record(original, patches, attention, original, {}, reference=0, box=[128, 0, 256, 128],
+    record = fr.item_record(original, patches, attention, original, {}, reference=0, box=[128, 0, 256, 128],
                             image_size=(512, 256), seed=0, view_box=[128, 0, 384, 256])
     delta = (2.0 - (patches[:, 0] - patches[:, 1])).reshape(4, 4)
     assert record["cells_outside_view"] == 8 and record["view_box"] == [128, 0, 384, 256]
     assert record["attn_occlusion_rho"] == pytest.approx(spearmanr(attention[seen], delta[seen]).statistic)
-    everything = fa.item_record(original, patches, attention, original, {}, reference=0, box=[128, 0, 256, 128],
+    everything = fr.item_record(original, patches, attention, original, {}, reference=0, box=[128, 0, 256, 128],
                                 image_size=(512, 256), seed=0)
     assert everything["attn_occlusion_rho"] > record["attn_occlusion_rho"]  # the zeros' agreement, now left out
 
@@ -213,7 +214,7 @@ def test_llava_grounding_and_faithfulness_records_carry_the_view(tmp_path, realt
     grounding_run = lmms_eval(tmp_path, "pathbind_hf", "pathbind_grounding_testa", *args, env=env)
     lost = metric(grounding_run, "pathbind_grounding_testa", "lost_items")
     assert lost["items"] == 3 and lost["scored"] == 2
-    assert lost[f"iou: {grounding.BOX_OUTSIDE_VIEW}"] == 1 and lost[f"diagnostic: {ga.BOX_PARTLY_OUTSIDE_VIEW}"] == 1
+    assert lost[f"iou: {grounding.BOX_OUTSIDE_VIEW}"] == 1 and lost[f"diagnostic: {gr.BOX_PARTLY_OUTSIDE_VIEW}"] == 1
     assert [r["view_box"] for r in records(grounding_run, "pathbind_grounding_testa")] == \
         [[128.0, 0.0, 384.0, 256.0]] * 3
     faithfulness_run = lmms_eval(tmp_path, "pathbind_hf", "pathbind_faithfulness", *args, "--limit", "1", env=env)

@@ -8,7 +8,7 @@ import pytest
 
 from pathbind import make_plugin_manager
 from pathbind.catalog import plugin_tasks
-from pathbind.requests import AttentionRequest, OcclusionRequest, decode_request
+from pathbind.wire import AttentionRequest, OcclusionRequest, decode_request
 from pathbind_metrics import choice_letters
 
 # Tasks whose data ships with a plugin; hub and gated sets are covered by fixtures in test_sources.py.

@@ -17,10 +17,10 @@ from conftest import BIN, lmms_eval, metric, run
 from PIL import Image
 
 from pathbind.lmms.running import running_task as running_task_now
-from pathbind.requests import AttentionResponse
+from pathbind.wire import AttentionResponse
 from pathbind_tasks.common import box_rows, faithfulness, grounding
+from pathbind_tasks.common import pathview as scoring
 from pathbind_tasks.common.failures import MODEL_FAILED
-from pathbind_tasks.pathview import scoring
 from pathbind_tasks.pathview.schema import converter
 
 SPLITS = ["testA", " testa ", "TestB", None, "testA", "testA", "testB", "testA", "val"]

@@ -19,7 +19,7 @@ import pytest
 from conftest import BIN, lmms_eval, metric
 from PIL import Image, ImageFile, TiffImagePlugin
 
-from pathbind.requests import MODEL_FAILED
+from pathbind.wire import MODEL_FAILED
 from pathbind_tasks.common.conditions import ABLATIONS, with_readable_images
 from pathbind_tasks.common.images import MAX_PIXELS_ENV, max_pixels, rgb_image
 from pathbind_tasks.common.raw import letter_answer, unique_ids

@@ -10,7 +10,7 @@ import pytest
 from conftest import lmms_eval, metric
 
 import pathbind_tasks
-from pathbind_tasks.common.faithfulness_aggregations import NO_CAUSAL_SIGNAL
+from pathbind_tasks.common.faithfulness_records import NO_CAUSAL_SIGNAL
 
 pytestmark = pytest.mark.slow
 TASK = "pathbind_demo_faithfulness"

@@ -18,10 +18,11 @@ from PIL import Image
 from pathbind import make_plugin_manager
 from pathbind.catalog import plugin_tasks, read_task_yaml
 from pathbind.data import apply_data_root
-from pathbind.requests import AttentionResponse
+from pathbind.wire import AttentionResponse
 from pathbind_metrics import grounding
 from pathbind_tasks.common import grounding as grounding_task
 from pathbind_tasks.common import grounding_aggregations as ga
+from pathbind_tasks.common import grounding_records as gr
 from pathbind_tasks.common.grounding import draw_alternatives, process_results
 from pathbind_tasks.pathvg import utils as pathvg
 
@@ -67,7 +68,7 @@ def test_a_map_on_the_box_scores_and_unscorable_answers_are_lost_with_their_reas
 
 def test_aggregations_average_scored_items_and_bracket_them():
     maps = [{"mid": corner_map(), "deep": corner_map()[::-1]}, {"mid": corner_map().T}, {"mid": np.eye(4) + 0.1}]
-    records = [ga.item_record(maps, [0, 0, 8, 8], (16, 16)), ga.item_record(["no map"], [0, 0, 8, 8], (16, 16))]
+    records = [gr.item_record(maps, [0, 0, 8, 8], (16, 16)), gr.item_record(["no map"], [0, 0, 8, 8], (16, 16))]
     iou = ga.headline_value(records, "iou")
     assert iou == records[0]["iou"]["0.2"]
     interval = ga.bootstrap_intervals(records)["attn_iou"]
@@ -75,7 +76,7 @@ def test_aggregations_average_scored_items_and_bracket_them():
     assert (interval["cluster"], interval["clusters"], interval["items"]) == ("item", 1, 1)
     two = ga.bootstrap_intervals([records[0], {**records[0], "id": "other"}])["attn_iou"]
     assert two["low"] == two["high"] == iou and two["clusters"] == 2
-    assert set(ga.q_sweep(records)) == {str(q) for q in ga.Q_SWEEP}
+    assert set(ga.q_sweep(records)) == {str(q) for q in gr.Q_SWEEP}
     layers = ga.layer_sweep(records)
     assert layers["mid"]["iou"] == iou and layers["deep"]["iou"] < iou
     assert records[0]["cross_query_r"] == pytest.approx(

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
 from pathbind.catalog import TaskEntry, plugin_tasks, read_task_yaml
-from pathbind.lmms.tasks import load_task_yaml
+from pathbind.lmms.queries import load_task_yaml
 from pathbind.plugins import PluginManager
 from pathbind_tasks.common import metrics
 from pathbind_tasks.common.conditions import CONDITION_SETS
@@ -23,16 +26,31 @@ def first_party_tasks(pm: PluginManager) -> dict[TaskEntry, str]:
     return lists
 
 
-def test_every_task_reads_its_metric_list_and_emits_only_declared_metrics(pm):
-    """lmms-eval reads exactly the declarations of the list a task names, its scorer emits none other, and every
-    declared kind is some task's."""
+def scored_kinds(process_results: Callable[..., dict[str, Any]]) -> set[str]:
+    """The kinds a scorer emits records for, read from what it emits (not from any YAML): each emitted set of names
+    is exactly one kind's. Its inputs: an empty answer to an empty document and to one of each VQA condition set
+    (a VQA document's condition set is its kind; other scorers ignore it)."""
+    kinds = set()
+    for doc in [{}, *({"condition_set": name} for name in CONDITION_SETS)]:
+        emitted = set(process_results(doc, [""]))
+        matching = [kind for kind in KINDS if set(names(kind)) == emitted]
+        assert len(matching) == 1, f"{process_results}: emits {sorted(emitted)}, the names of no one kind"
+        kinds.update(matching)
+    return kinds
+
+
+def test_every_task_reads_the_metric_list_of_what_its_scorer_emits(pm):
+    """The metric_list lmms-eval loads for a task is the declarations of the kinds its scorer emits records for: a
+    YAML naming another kind's list, or a list of more kinds than its scorer scores, fails; and every declared kind
+    is some task's."""
     lists = first_party_tasks(pm)
-    for entry, name in lists.items():
+    scored = set()
+    for entry in lists:
         config = load_task_yaml(entry.yaml_path)
-        assert config["metric_list"] == metric_list(*METRIC_LISTS[name]), entry.name
-        emitted = config["process_results"]({}, [""])  # no answer to an empty document: an invalid or lost record
-        assert set(emitted) <= {m["metric"] for m in config["metric_list"]}, entry.name
-    assert {kind for name in lists.values() for kind in METRIC_LISTS[name]} == set(KINDS)
+        kinds = scored_kinds(config["process_results"])
+        assert config["metric_list"] == metric_list(*kinds), f"{entry.name}: its scorer emits {sorted(kinds)}"
+        scored |= kinds
+    assert scored == set(KINDS)
 
 
 def test_a_kind_names_each_metric_once_and_no_name_contains_another():

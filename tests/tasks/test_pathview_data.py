@@ -16,7 +16,7 @@ from PIL import Image
 from pathbind import make_plugin_manager
 from pathbind.catalog import plugin_tasks
 from pathbind.data import DataLocationError
-from pathbind.lmms.tasks import load_task_yaml
+from pathbind.lmms.queries import load_task_yaml
 from pathbind_tasks.demo import command, pathview_synth
 
 DATA = Path(pathview_synth.__file__).parent / "data"

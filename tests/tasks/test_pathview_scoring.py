@@ -10,7 +10,8 @@ from PIL import Image
 
 from pathbind import render_template
 from pathbind_conventions import REFUSAL_FORM
-from pathbind_tasks.pathview import aggregations, scoring
+from pathbind_tasks.common import pathview as scoring
+from pathbind_tasks.common import pathview_aggregations as aggregations
 from pathbind_tasks.pathview.prompts import doc_to_text
 from pathbind_tasks.pathview.schema import KINDS, converter
 

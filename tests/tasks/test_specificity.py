@@ -14,10 +14,10 @@ from chat_server import ChatServer, Received, Reply
 from conftest import BIN, lmms_eval, metric, run
 
 from pathbind_metrics.parsing import CONFLICTING, NO_ANSWER_TAG, NOT_A_LABEL, Judgement, parse_specificity
+from pathbind_tasks.common import specificity as task
+from pathbind_tasks.common import specificity_aggregations as aggregations
 from pathbind_tasks.common.accounting import NOT_EVALUATED
 from pathbind_tasks.common.metrics import names
-from pathbind_tasks.pathvg import aggregations
-from pathbind_tasks.pathvg import specificity as task
 
 GROUP = "pathbind_pathvg_specificity"
 TESTA, TESTB = f"{GROUP}_testa", f"{GROUP}_testb"

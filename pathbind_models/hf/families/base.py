@@ -47,7 +47,7 @@ class ImageGrid:
 @dataclass(frozen=True)
 class ModelFamily:
     """A model family: how its image tokens form views, the frame it writes boxes in, and the image-token grid of
-    its tiny checkpoint (built by ``pathbind_models.hf.testing``)."""
+    its tiny checkpoint (built by ``pathbind_models.hf.tiny_checkpoints``)."""
 
     name: str
     model_types: tuple[str, ...]  # the config.model_type values it serves

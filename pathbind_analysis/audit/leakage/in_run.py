@@ -8,8 +8,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from pathbind_analysis.audit.census import Census
-from pathbind_analysis.audit.inventory import InventoryError, parse_source
+from pathbind_analysis.audit.leakage.census import Census
+from pathbind_analysis.audit.leakage.inventory import InventoryError, parse_source
 from pathbind_metrics.leakage import CLEAN, PATIENT, SITE, cases_and_sites, leak_partition, overlap, stratified_metric
 from pathbind_metrics.tcga import classify
 

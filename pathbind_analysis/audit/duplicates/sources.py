@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pathbind_analysis.audit.inventory import SOURCE_NAME, InventoryError, open_text, split_column
+from pathbind_analysis.audit.leakage.inventory import SOURCE_NAME, InventoryError, open_text, split_column
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp", ".gif"})
 # Tables that a text list of paths is not: read as one, every row (a header, several columns) would be a missing file.

@@ -1,4 +1,4 @@
-"""PathView aggregations over the per-item records of :mod:`pathbind_tasks.pathview.scoring`, in percent like every
+"""PathView aggregations over the per-item records of :mod:`pathbind_tasks.common.pathview`, in percent like every
 PathBind rate (the paper's Dice 0.073 is 7.3 here; MAE in objects). Sums are exact (``math.fsum``), so any split
 of the items over processes gives the same value.
 """

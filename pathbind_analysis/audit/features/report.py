@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pathbind_analysis.audit.features_similarity import GROUPS
-from pathbind_analysis.audit.features_slides import DROP_REASONS
+from pathbind_analysis.audit.features.similarity import GROUPS
+from pathbind_analysis.audit.features.slides import DROP_REASONS
 
 
 def summary_rows(report: dict[str, Any]) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from itertools import pairwise
 
 import numpy as np
 
-from pathbind_analysis.audit.features_read import FeatureInputError, Table
+from pathbind_analysis.audit.features.read import FeatureInputError, Table
 from pathbind_metrics.tcga import classify, slide_key, within
 
 # Why an input row is not a slide of the audit, in the order the checks run (a row counts under its first).

@@ -15,7 +15,7 @@ from itertools import islice
 import numpy as np
 from PIL import Image
 
-from pathbind_analysis.duplicates.sources import ImageItem, ImageSource, iter_items
+from pathbind_analysis.audit.duplicates.sources import ImageItem, ImageSource, iter_items
 
 PROGRESS_EVERY_S = 10.0
 # A crop of more than a few percent moves a whole-image hash as far as an unrelated image's, so training images are

@@ -1,4 +1,4 @@
-"""The specificity judge's aggregations over its per-expression records (:mod:`pathbind_tasks.pathvg.specificity`)."""
+"""The specificity judge's aggregations over its per-expression records (:mod:`pathbind_tasks.common.specificity`)."""
 
 from __future__ import annotations
 

@@ -7,16 +7,16 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pathbind.table import format_table
-from pathbind_analysis.audit.inventory import InventoryError
+from pathbind.text_table import format_table
+from pathbind_analysis.audit.leakage.inventory import InventoryError
 from pathbind_analysis.json_report import write_json_report
 
 if TYPE_CHECKING:
     from PIL import Image
 
-    from pathbind_analysis.duplicates.hashing import Hashes
-    from pathbind_analysis.duplicates.matching import Matches, Pair
-    from pathbind_analysis.duplicates.sources import ImageSource
+    from pathbind_analysis.audit.duplicates.hashing import Hashes
+    from pathbind_analysis.audit.duplicates.matching import Matches, Pair
+    from pathbind_analysis.audit.duplicates.sources import ImageSource
 
 # Tuned on planted copies of 40 synthetic tissue tiles (README): the worst copy (a 10% crop anywhere, resized 0.75x,
 # JPEG q75) lies at (12, 11) from its tile's closest window, the closest pair of different tiles at (18, 18).
@@ -75,9 +75,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pathbind_analysis.duplicates.hashing import default_workers, hash_side
-    from pathbind_analysis.duplicates.matching import near_duplicates, overlap
-    from pathbind_analysis.duplicates.sources import DuplicateError, check_source, parse_image_source
+    from pathbind_analysis.audit.duplicates.hashing import default_workers, hash_side
+    from pathbind_analysis.audit.duplicates.matching import near_duplicates, overlap
+    from pathbind_analysis.audit.duplicates.sources import DuplicateError, check_source, parse_image_source
     from pathbind_analysis.json_report import output_problem
     from pathbind_tasks.common.images import max_pixels
 
@@ -133,7 +133,7 @@ def _report(args: argparse.Namespace, matches: Matches, train: Hashes, test: Has
             matrix: list[dict[str, Any]], train_names: list[str], test_names: list[str]) -> dict[str, Any]:
     from importlib.metadata import version
 
-    from pathbind_analysis.duplicates.hashing import WINDOWS, window_name
+    from pathbind_analysis.audit.duplicates.hashing import WINDOWS, window_name
 
     unreadable = [{"side": side, **entry} for side, hashes in (("train", train), ("test", test))
                   for entry in hashes.unreadable]
@@ -184,8 +184,8 @@ def _notes(train: Hashes, test: Hashes) -> list[str]:
 
 def _write_outputs(args: argparse.Namespace, report: dict[str, Any], pairs: list[Pair],
                    train: tuple[list[ImageSource], Hashes], test: tuple[list[ImageSource], Hashes]) -> dict[str, str]:
-    from pathbind_analysis.duplicates.hashing import window_name
-    from pathbind_analysis.duplicates.report import contact_sheet, markdown
+    from pathbind_analysis.audit.duplicates.hashing import window_name
+    from pathbind_analysis.audit.duplicates.report import contact_sheet, markdown
 
     out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -203,7 +203,7 @@ def _write_outputs(args: argparse.Namespace, report: dict[str, Any], pairs: list
 
 def _images(sources: list[ImageSource], hashes: Hashes, wanted: set[int]) -> dict[int, Image.Image]:
     """The decoded images at these places among ``hashes``, read again from their sources."""
-    from pathbind_analysis.duplicates.sources import fetch_items
+    from pathbind_analysis.audit.duplicates.sources import fetch_items
     from pathbind_tasks.common.images import rgb_image
 
     found: dict[int, Image.Image] = {}

@@ -1,4 +1,4 @@
-"""The PathView vocabulary shipped in ``labels.yaml``: canonical labels, organs, quadrants, area bins, synonyms."""
+"""The PathView vocabulary shipped in ``pathview/labels.yaml``: labels, organs, quadrants, area bins, synonyms."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import yaml
 
 from pathbind_metrics.labels import LabelMatcher, normalise
 
-LABELS_FILE = Path(__file__).with_name("labels.yaml")
+LABELS_FILE = Path(__file__).parents[1] / "pathview" / "labels.yaml"  # shipped with the PathView tasks
 SECTIONS = ("labels", "organs", "quadrants", "area_bins")
 
 Vocabulary = dict[str, dict[str, list[str]]]  # section -> canonical name -> synonyms

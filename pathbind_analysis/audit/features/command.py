@@ -7,11 +7,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pathbind.table import format_table
-from pathbind_analysis.audit.features_read import FORMATS_HELP, FeatureInputError
+from pathbind.text_table import format_table
+from pathbind_analysis.audit.features.read import FORMATS_HELP, FeatureInputError
 from pathbind_analysis.json_report import output_problem, write_json_report
 
-PERMUTE_STREAM = 0  # random stream of --seed for the label permutation (see features_probes)
+PERMUTE_STREAM = 0  # random stream of --seed for the label permutation (see probes)
 DESCRIPTION = """\
 Feature-space leakage audit (§4.2 of the WSI leakage audit): do frozen slide (or patch) embeddings give away
 the tissue source site (TSS) or the patient? Site and patient come from the TCGA barcode in each id, or from
@@ -88,10 +88,10 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from pathbind_analysis.audit.features_probes import patient_reid, tss_detection
-    from pathbind_analysis.audit.features_read import read_table
-    from pathbind_analysis.audit.features_similarity import pair_similarities
-    from pathbind_analysis.audit.features_slides import choose_slides, unit_scaled
+    from pathbind_analysis.audit.features.probes import patient_reid, tss_detection
+    from pathbind_analysis.audit.features.read import read_table
+    from pathbind_analysis.audit.features.similarity import pair_similarities
+    from pathbind_analysis.audit.features.slides import choose_slides, unit_scaled
 
     for option, value, least in (("--min-slides", args.min_slides, 2), ("--max-pairs", args.max_pairs, 1),
                                  ("--n-resamples", args.n_resamples, 1)):
@@ -152,8 +152,8 @@ def _report(args: argparse.Namespace, table: Any, slides: Any, tss: dict[str, An
 
 
 def _write_outputs(report: dict[str, Any], values: dict[str, Any], out: Path) -> None:
-    from pathbind_analysis.audit.features_report import markdown
-    from pathbind_analysis.audit.features_similarity import write_similarity_plot
+    from pathbind_analysis.audit.features.report import markdown
+    from pathbind_analysis.audit.features.similarity import write_similarity_plot
 
     out.mkdir(parents=True, exist_ok=True)
     report["outputs"] = {"table": str(out / "features_audit.md"), "similarity_plot": str(out / "similarity.png")}
@@ -163,7 +163,7 @@ def _write_outputs(report: dict[str, Any], values: dict[str, Any], out: Path) ->
 
 
 def _print_summary(report: dict[str, Any], json_path: Path) -> None:
-    from pathbind_analysis.audit.features_report import summary_rows
+    from pathbind_analysis.audit.features.report import summary_rows
 
     rows = report["rows"]
     print(format_table(summary_rows(report)))

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pathbind_analysis.audit.census import Census, to_stderr
-from pathbind_analysis.audit.inventory import Source
+from pathbind_analysis.audit.leakage.census import Census, to_stderr
+from pathbind_analysis.audit.leakage.inventory import Source
 from pathbind_metrics.leakage import CLEAN, PATIENT, SITE, leak_partition, overlap
 
 

@@ -7,13 +7,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pathbind.table import format_table
-from pathbind_analysis.audit.inventory import InventoryError, parse_source
+from pathbind.text_table import format_table
+from pathbind_analysis.audit.leakage.inventory import InventoryError, parse_source
 from pathbind_analysis.json_report import output_problem, write_json_report
 
 if TYPE_CHECKING:
-    from pathbind_analysis.audit.matrix import Audit
-    from pathbind_analysis.audit.samples import Samples
+    from pathbind_analysis.audit.leakage.matrix import Audit
+    from pathbind_analysis.audit.leakage.samples import Samples
 
 INVENTORY_HELP = ("NAME=FILE or NAME=FILE:column; FILE is a text list of ids, .csv, .tsv, .json, .jsonl, .parquet "
                   "(optionally .gz) or an lmms-eval sample log; repeat a NAME to merge files")
@@ -52,8 +52,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from pathbind_analysis.audit.matrix import group_sources, run_audit
-    from pathbind_analysis.audit.samples import read_samples
+    from pathbind_analysis.audit.leakage.matrix import group_sources, run_audit
+    from pathbind_analysis.audit.leakage.samples import read_samples
 
     if args.n_resamples < 1:
         raise InventoryError("--n-resamples must be at least 1")
@@ -85,7 +85,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _overlap_report(audit: Audit, out: Path) -> dict[str, Any]:
     """Write overlap.md and overlap.png; the report's matrix, inventories, notes and outputs."""
-    from pathbind_analysis.audit.report import overlap_markdown, write_heatmap
+    from pathbind_analysis.audit.leakage.report import overlap_markdown, write_heatmap
 
     notes = [note for census in audit.trains + audit.tests if (note := census.lower_bound_note())]
     (out / "overlap.md").write_text(overlap_markdown(audit.matrix, notes), encoding="utf-8")
@@ -100,8 +100,8 @@ def _overlap_report(audit: Audit, out: Path) -> dict[str, Any]:
 
 def _stratified_report(samples: Samples, audit: Audit, args: argparse.Namespace, out: Path) -> dict[str, Any]:
     """Write stratified.md; the per-sample metrics by leak status against each training inventory."""
-    from pathbind_analysis.audit.report import stratified_markdown
-    from pathbind_analysis.audit.samples import stratify
+    from pathbind_analysis.audit.leakage.report import stratified_markdown
+    from pathbind_analysis.audit.leakage.samples import stratify
 
     rows, kinds = stratify(samples, audit.trains, by=args.by, n_resamples=args.n_resamples, seed=args.seed)
     notes = []

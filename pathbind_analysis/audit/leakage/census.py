@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from pathbind_analysis.audit.inventory import Source, iter_ids
+from pathbind_analysis.audit.leakage.inventory import Source, iter_ids
 from pathbind_metrics.tcga import Barcode, IdKind, classify
 
 EXAMPLES = 20  # unknown and malformed entries quoted in the report; the listing file has them all

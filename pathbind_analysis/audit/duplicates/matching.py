@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from pathbind_analysis.duplicates.hashing import Hashes, window_name
-from pathbind_analysis.duplicates.index import HammingIndex, popcount
+from pathbind_analysis.audit.duplicates.hashing import Hashes, window_name
+from pathbind_analysis.audit.duplicates.index import HammingIndex, popcount
 
 EXPANDED_PER_BATCH = 2_000_000  # (test value, training hash) rows expanded at a time: bounds the working memory
 

@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from pathbind.lmms_output import RECORD, SampleLogError, read_sample_log
-from pathbind_analysis.audit.census import Census
-from pathbind_analysis.audit.inventory import DETECT_ROWS, InventoryError, detect_field, split_column
+from pathbind_analysis.audit.leakage.census import Census
+from pathbind_analysis.audit.leakage.inventory import DETECT_ROWS, InventoryError, detect_field, split_column
 from pathbind_metrics.leakage import leak_partition, stratified_metric
 from pathbind_metrics.tcga import classify
 

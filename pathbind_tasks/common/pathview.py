@@ -23,7 +23,7 @@ from pathbind_metrics.pathview_parsing import parse_boxes, parse_count, parse_en
 from pathbind_metrics.refusal import is_refusal
 from pathbind_tasks.common.failures import no_answer_reason, scoring_failure
 from pathbind_tasks.common.metrics import names
-from pathbind_tasks.pathview.vocabulary import answer_class, matcher
+from pathbind_tasks.common.pathview_vocabulary import answer_class, matcher
 
 
 class Unreadable(ValueError):

@@ -44,8 +44,9 @@ def encode_request(kind: str, body: dict[str, Any]) -> str:
     return f"[pathbind:{kind}/v{VERSION}] " + json.dumps(body, ensure_ascii=False)
 
 
-def decode_request(context: str) -> AttentionRequest | OcclusionRequest | None:
-    """The request a context starts with, or None for an ordinary prompt; ValueError names what is malformed."""
+def request_kind(context: str) -> str | None:
+    """The kind of request a context starts with, read from its header alone (the body is not decoded), or None for
+    an ordinary prompt; ValueError for a kind or version this PathBind does not read."""
     header = _HEADER.match(context)
     if header is None:
         return None
@@ -53,8 +54,16 @@ def decode_request(context: str) -> AttentionRequest | OcclusionRequest | None:
     if kind not in _KINDS or version != VERSION:
         raise ValueError(f"unknown request [pathbind:{kind}/v{version}]; this PathBind reads "
                          f"{', '.join(f'{k}/v{VERSION}' for k in _KINDS)}")
+    return kind
+
+
+def decode_request(context: str) -> AttentionRequest | OcclusionRequest | None:
+    """The request a context starts with, or None for an ordinary prompt; ValueError names what is malformed."""
+    kind = request_kind(context)
+    if kind is None:
+        return None
     try:
-        return _KINDS[kind].from_json(json.loads(context[header.end():]))
+        return _KINDS[kind].from_json(json.loads(context.partition("] ")[2]))
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"malformed {kind} request ({type(exc).__name__}: {exc})") from exc
 

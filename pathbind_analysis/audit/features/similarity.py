@@ -9,7 +9,7 @@ import numpy as np
 
 GROUPS = {"same_case": "same patient (sibling slides)", "same_tss": "same site, different patient",
           "cross_tss": "different sites"}
-PAIR_STREAM, BOOTSTRAP_STREAM, PERMUTATION_STREAM = 3, 4, 5  # random streams of --seed (see features_probes)
+PAIR_STREAM, BOOTSTRAP_STREAM, PERMUTATION_STREAM = 3, 4, 5  # random streams of --seed (see probes)
 TESTS = {"cross_tss<same_tss": "the patients' sites permuted (a patient's slides move together; each site keeps its "
                                "number of patients)",
          "same_tss<same_case": "the slides permuted among the patients of their site (each patient keeps its number "
