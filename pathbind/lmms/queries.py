@@ -12,7 +12,7 @@ from typing import Any
 
 from loguru import logger
 
-from pathbind.lmms.tasks import plugin_dir_reader, install_task_hook, merge_plugin_tasks
+from pathbind.lmms.tasks import install_task_hook, merge_plugin_tasks, plugin_dir_reader
 from pathbind.lmms.watch import watch_lmms_eval
 from pathbind.plugins import PluginManager, get_plugin_manager
 
