@@ -262,10 +262,11 @@ def test_llava_hf_chat_runs_the_image_conditions_and_skips_text_only_with_the_re
 @needs_realtok
 def test_llava_hf_simple_with_the_real_template_skips_every_task_instead_of_crashing(tmp_path, checkpoint):
     """--force_simple llava_hf renders the prompt with LLaVA-1.5's template from a plain string, which drops the
-    question and the <image> token: each task is skipped with that reason, and the run still writes its results."""
+    question and the <image> token: each task is skipped with that reason, and the run still writes its results
+    (and exits 1: it evaluated nothing)."""
     needs_decord()
     run = lmms_eval(tmp_path, "llava_hf", "pathbind_demo_vqa,pathbind_demo_vqa_ablation", "--force_simple",
-                    "--model_args", f"pretrained={checkpoint('llava')},{CPU}", *FAST)
+                    "--model_args", f"pretrained={checkpoint('llava')},{CPU}", *FAST, exit_code=1)
     skipped = run["results"]["pathbind"]["skipped_tasks"]
     assert set(skipped) == {"pathbind_demo_vqa", "pathbind_demo_vqa_ablation"}
     assert all("lose the question and the <image> token" in reason for reason in skipped.values())

@@ -18,6 +18,7 @@ from conftest import lmms_eval, metric
 from PIL import Image, ImageFilter
 
 import pathbind_tasks
+from pathbind.lmms_output import sample_record
 
 TASKS = ("pathbind_demo_vqa", "pathbind_demo_vqa_think", "pathbind_demo_yesno", "pathbind_demo_vqa_ablation")
 PROBE = "pathbind_test_attention_probe"  # a task declaring metadata.pathbind_requires: [attention]
@@ -133,7 +134,7 @@ def simple(tmp_path_factory, data):
 
 def records(run: dict[str, Any], task: str) -> list[dict[str, Any]]:
     """The PathBind score record of each logged sample, with the prompt lmms-eval built for it."""
-    return [{**sample["acc_image"], "input": sample["input"], "token_counts": sample["token_counts"]}
+    return [{**sample_record(sample), "input": sample["input"], "token_counts": sample["token_counts"]}
             for sample in run["samples"][task]]
 
 

@@ -141,7 +141,7 @@ def test_release_layouts_load_through_lmms_eval(tmp_path):
     assert lost["items"] == 3 and lost["scored"] == 3
     samples = [json.loads(line) for path in result["out"].rglob("*_pathvg_testa.jsonl")
                for line in path.read_text().splitlines()]
-    assert sorted(s["lost_items"]["id"] for s in samples) == ["testA-11-0", "testA-12-0", "testA-12-1"]
+    assert sorted(s["pathbind"]["id"] for s in samples) == ["testA-11-0", "testA-12-0", "testA-12-1"]
     assert metric(result, "pathbind_grounding_testa", "lost_items")["items"] == 4
     assert metric(result, "pathbind_grounding_testb", "lost_items")["items"] == 2
 

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from conftest import lmms_eval, metric
 
+from pathbind.lmms_output import sample_record
 from pathbind_tasks.demo import pathview_synth
 
 pytestmark = pytest.mark.slow
@@ -55,10 +56,10 @@ def test_sample_logs_keep_each_answer_outcome_and_reason(demo_blind):
 
 
 def _samples(result: dict, task: str) -> dict[str, dict]:
-    """The task's sample log, by item id: each line's record (the same under every metric) and its prompt."""
+    """The task's sample log, by item id: each line's record and its prompt."""
     log = next(result["out"].rglob(f"*_{task}.jsonl"))
-    lines = [json.loads(line) for line in log.read_text().splitlines()]
-    return {line["invalid_rate"]["id"]: {**line["invalid_rate"], "input": line["input"]} for line in lines}
+    records = [(sample_record(line), line["input"]) for line in map(json.loads, log.read_text().splitlines())]
+    return {record["id"]: {**record, "input": prompt} for record, prompt in records}
 
 
 def test_box_frame_is_the_tasks_and_every_record_states_it(demo_control, tmp_path):

@@ -103,10 +103,12 @@ def test_text_condition_withholds_only_the_image():
     (vqa.ablation, list(vqa.CONDITION_SETS["ablation"]), "vqa_ablation")])
 def test_the_condition_set_picks_the_documents_and_the_metrics_they_are_emitted_under(process_docs, conditions, kind):
     """One metric_list serves every variant: each document is emitted under the metrics of its condition set only
-    (an image-only run reports no text accuracy or gain)."""
-    ds = datasets.Dataset.from_list([{**MCQ, "image": Image.new("RGB", (8, 8))}]).remove_columns("condition")
-    docs = list(process_docs(ds))
-    assert [d["condition"] for d in docs] == conditions
+    (an image-only run reports no text accuracy or gain). Four items on four images in two dimensions, so that
+    each has a swap partner on another image of its own dimension and of the other."""
+    rows = [{**MCQ, "id": f"q{i}", "dimension": f"D{i // 2}", "image": Image.new("RGB", (8, 8), (60 * i, 0, 0))}
+            for i in range(4)]
+    docs = list(process_docs(datasets.Dataset.from_list(rows).remove_columns("condition")))
+    assert [d["condition"] for d in docs if d["id"] == "q0"] == conditions
     assert {d["condition_set"] for d in docs} == {k for k, v in vqa.CONDITION_SETS.items() if v == tuple(conditions)}
     assert all(tuple(process_results(d, ["<answer>C</answer>"])) == names(kind) for d in docs)
     assert ("acc_text" in names(kind)) == ("text" in conditions)
