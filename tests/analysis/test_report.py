@@ -47,7 +47,7 @@ def test_vqa_table_has_the_papers_form(report):
 def test_grounding_table_and_notes(report):
     """Table 3 in percent with CIs; the blind control's unscored items are a note, not a crash."""
     markdown = (report / "report.md").read_text()
-    assert re.search(r"\| pathbind_control \| \*\*79\.\d \[79\.\d, 80\.0; 24 images\]\*\* \|", markdown)
+    assert re.search(r"\| pathbind_control \| \*\*79\.\d \[79\.\d, 80\.\d; 24 images\]\*\* \|", markdown)
     assert "| pathbind_blind | n/a | n/a | n/a |" in markdown
     assert "0 of 24 items scored" in markdown and "attention map is constant after smoothing (24)" in markdown
 
