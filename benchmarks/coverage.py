@@ -18,7 +18,9 @@ one side. Checked, each over ``reps`` data sets (seeded):
 
 An interval holds when its coverage is at least 0.95 less 3 Monte Carlo SEs, a test when its rate is at most 0.05
 plus 3 SEs. A case where no answer can exist is refused with its reason (with 5 clusters or fewer no sign-flip
-test reaches 0.05). Prints one JSON line. Run: python benchmarks/coverage.py [--reps N] [--seed S]
+test reaches 0.05). The same line carries, under ``audits``, the null rates of the swap, faithfulness and
+audit-features tests (``benchmarks/null_rates.py``, ``--audit-reps`` data sets per setting; 0 leaves them out).
+Prints one JSON line. Run: python benchmarks/coverage.py [--reps N] [--audit-reps M] [--seed S]
 """
 
 from __future__ import annotations
@@ -187,10 +189,16 @@ def _rejection(found: list[bool], count: int) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=400, help="data sets per setting (default 400)")
+    parser.add_argument("--audit-reps", type=int, default=20,
+                        help="data sets per setting of benchmarks/null_rates.py (default 20; 0: leave them out)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     start = time.perf_counter()
     result = coverage_table(args.reps, args.seed)
+    if args.audit_reps:
+        from null_rates import null_rates  # this script's folder is first on the path
+
+        result["audits"] = null_rates(args.audit_reps, args.seed)
     print(json.dumps({"benchmark": "coverage", **result, "seconds": round(time.perf_counter() - start, 1)}))
 
 
