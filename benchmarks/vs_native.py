@@ -4,12 +4,12 @@ The same checkpoint for both: Qwen2.5-VL-7B-Instruct's and llava-1.5-7b-hf's rea
 template files (``../shared/realtok``) with tiny random weights saved by ``save_pretrained`` (``tests/realtok.py``),
 the same task (``pathbind_demo_vqa_image``: 256² px tissue images, answer-scored), the same ``--limit``,
 ``--gen_kwargs`` and ``--batch_size``. Per family and batch size one process runs lmms-eval's CLI ``--repeats``
-times over the wrappers in turn (``pathbind_hf``, then each native variant: ABAB…), so a change of the machine's
-load falls on both sides of a round; each run's model stage (requests answered and scored) is timed from inside
-(``benchmarks/harness_scale.py``'s stage marks), and each ratio is ours over the native run of the same round:
-the line reports their median and range. Every ``generate`` call of the first round is recorded: the prompt's
-token ids (padding removed) and the new tokens. Where the two send the same token ids, the greedy answers are
-compared token for token; where they differ, the first differing prompt is shown decoded.
+times over the wrappers in turn (``pathbind_hf``, then each native variant, the order reversed every other round:
+ABBA…), so a change of the machine's load falls on both sides of a round; each run's model stage (requests answered
+and scored) is timed from inside (``benchmarks/harness_scale.py``'s stage marks), and each ratio is ours over the
+native run of the same round: the line reports their median and range. Every ``generate`` call of the first round
+is recorded: the prompt's token ids (padding removed) and the new tokens. Where the two send the same token ids,
+the greedy answers are compared token for token; where they differ, the first differing prompt is shown decoded.
 
 lmms-eval's ``qwen2_5_vl`` runs twice: as a user runs it (its own ``min_pixels`` of 256·28² enlarges a 256² image
 to 16×16 merged tokens) and with the checkpoint's ``preprocessor_config.json`` pixel bounds (``min_pixels=3136``),
@@ -79,7 +79,8 @@ def _record_generate(current: dict[str, Any]) -> None:
 
 
 def child(plan: Path) -> None:
-    """Run the plan's lmms-eval runs (``[[label, argv], ...]``) ``repeats`` times in turn; one JSON line per run."""
+    """Run the plan's lmms-eval runs (``[[label, argv], ...]``) ``repeats`` times in turn, the order reversed every
+    other round; one JSON line per run."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     import harness_scale
     from lmms_eval.__main__ import cli_evaluate
@@ -97,7 +98,8 @@ def child(plan: Path) -> None:
     harness_scale._around(TaskOutput, "calculate_aggregate_metric", Marks(), "model", None)  # type: ignore[arg-type]
     _record_generate(current)
     for repeat in range(spec["repeats"]):
-        for label, argv in spec["runs"]:
+        # Every other round in reverse order (ABBA…): neither run always goes first, after the other's warm-up.
+        for label, argv in spec["runs"][::-1] if repeat % 2 else spec["runs"]:
             current["stages"] = harness_scale.Stages()
             current["record"] = plan.parent / f"{label}.generate.jsonl" if repeat == 0 else None
             sys.argv = ["lmms_eval", *argv]
@@ -214,7 +216,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=16, help="documents per run")
     parser.add_argument("--batches", nargs="+", type=int, default=[1, 8])
     parser.add_argument("--new-tokens", type=int, default=8)
-    parser.add_argument("--repeats", type=int, default=3, help="rounds of the interleaved runs (ABAB…)")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds of the interleaved runs (ABBA…)")
     parser.add_argument("--families", nargs="+", default=list(NATIVE), choices=list(NATIVE))
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
