@@ -24,7 +24,7 @@ def headline_value(records: list[dict[str, Any]], field: str) -> float:
     return float(values.mean()) if values.size else math.nan
 
 
-def bootstrap_intervals(records: list[dict[str, Any]], *, level: float = 0.95) -> dict[str, dict[str, Any]]:
+def cluster_intervals(records: list[dict[str, Any]], *, level: float = 0.95) -> dict[str, dict[str, Any]]:
     """Cluster interval of each headline metric over its scorable items (:mod:`pathbind_metrics.resampling`; the
     task's cluster: by default the image, whose expressions are not independent)."""
     keys, cluster = cluster_keys(records)

@@ -73,7 +73,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("eff_support", _item_mean(ga.headline_value, "eff_support"), False, GROUNDING),
     Metric("cross_query_r", _item_mean(ga.headline_value, "cross_query_r"), False, GROUNDING),
     Metric("pixel_ap", _item_mean(ga.headline_value, "pixel_ap"), True, GROUNDING),
-    Metric("attn_ci", in_id_order(ga.bootstrap_intervals), True, GROUNDING),
+    Metric("attn_ci", in_id_order(ga.cluster_intervals), True, GROUNDING),
     Metric("q_sweep", in_id_order(ga.q_sweep), True, GROUNDING),
     Metric("layer_sweep", in_id_order(ga.layer_sweep), True, GROUNDING),
     Metric("lost_items", ga.lost_items, False, GROUNDING),

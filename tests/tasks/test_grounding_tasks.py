@@ -71,10 +71,10 @@ def test_aggregations_average_scored_items_and_bracket_them():
     records = [gr.item_record(maps, [0, 0, 8, 8], (16, 16)), gr.item_record(["no map"], [0, 0, 8, 8], (16, 16))]
     iou = ga.headline_value(records, "iou")
     assert iou == records[0]["iou"]["0.2"]
-    interval = ga.bootstrap_intervals(records)["attn_iou"]
+    interval = ga.cluster_intervals(records)["attn_iou"]
     assert math.isnan(interval["low"]) and math.isnan(interval["high"])  # one scored item: no interval, not a point
     assert (interval["cluster"], interval["clusters"], interval["items"]) == ("item", 1, 1)
-    two = ga.bootstrap_intervals([records[0], {**records[0], "id": "other"}])["attn_iou"]
+    two = ga.cluster_intervals([records[0], {**records[0], "id": "other"}])["attn_iou"]
     assert two["low"] == two["high"] == iou and two["clusters"] == 2
     assert set(ga.q_sweep(records)) == {str(q) for q in gr.Q_SWEEP}
     layers = ga.layer_sweep(records)
