@@ -17,6 +17,7 @@ from tqdm import tqdm
 from pathbind.wire import MODEL_FAILED, AttentionRequest, AttentionResponse, decode_request, request_kind
 from pathbind_models import occlusion
 from pathbind_models.adapter import Adapter
+from pathbind_models.documents import RequestDocuments
 
 Pending = tuple[int, list[Image.Image], str, dict[str, Any]]  # request index, images, prompt, generation settings
 
@@ -55,23 +56,25 @@ class AdapterModel(lmms):
         batches (same image count and settings within a unit) and cut at their stop sequences."""
         outputs: dict[int, str] = {}
         encoded: set[int] = set()
+        docs = RequestDocuments(self.task_dict, requests)
         with tqdm(total=len(requests), desc=f"{type(self).__name__} generate",
                   disable=self.rank != 0 or not self.show_progress) as bar:
             for start, stop in self.cache_units("generate_until", requests):
-                self._answer_unit(requests, range(start, stop), outputs, encoded)
+                self._answer_unit(requests, docs, range(start, stop), outputs, encoded)
                 bar.update(stop - start)
         return [outputs[i] if i in encoded or outputs[i].startswith(MODEL_FAILED)
                 else cut_at_stops(outputs[i], (r.args[1] or {}).get("until"))
                 for i, r in enumerate(requests)]
 
-    def _answer_unit(self, requests: list[Instance], unit: range, outputs: dict[int, str], encoded: set[int]) -> None:
+    def _answer_unit(self, requests: list[Instance], docs: RequestDocuments, unit: range, outputs: dict[int, str],
+                     encoded: set[int]) -> None:
         """The unit's prompts generated together, its attention requests answered together, an occlusion alone."""
         pending: list[Pending] = []
         attention: list[tuple[int, Image.Image, AttentionRequest]] = []
         for index in unit:
-            ctx, gen_kwargs, doc_to_visual, doc_id, task, split = requests[index].args
+            ctx, gen_kwargs, doc_to_visual, doc_id, task, _ = requests[index].args
             with _answer_or_failure(outputs, index, task, doc_id):
-                images = to_images(doc_to_visual(self.task_dict[task][split][doc_id]))
+                images = to_images(doc_to_visual(docs[index]))
                 coded = decode_request(ctx)
                 if coded is None:
                     pending.append((index, images, ctx, dict(gen_kwargs or {})))
@@ -168,10 +171,11 @@ class AdapterModel(lmms):
 
     def loglikelihood(self, requests: list[Instance]) -> list[tuple[float, bool]]:
         results = []
-        for request in tqdm(requests, desc=f"{type(self).__name__} loglikelihood",
-                            disable=self.rank != 0 or not self.show_progress):
-            ctx, doc_to_target, doc_to_visual, doc_id, task, split = request.args
-            doc = self.task_dict[task][split][doc_id]
+        docs = RequestDocuments(self.task_dict, requests)
+        for index, request in enumerate(tqdm(requests, desc=f"{type(self).__name__} loglikelihood",
+                                             disable=self.rank != 0 or not self.show_progress)):
+            ctx, doc_to_target, doc_to_visual, *_ = request.args
+            doc = docs[index]
             continuation = doc_to_target(doc) if callable(doc_to_target) else doc_to_target
             logprob = float(self.adapter.option_logprobs(to_images(doc_to_visual(doc)), ctx, [str(continuation)])[0])
             results.append((logprob, logprob > math.log(0.5)))  # above 1/2 means it is the argmax

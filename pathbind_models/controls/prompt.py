@@ -6,7 +6,9 @@ import re
 from dataclasses import dataclass
 
 _OPTION = re.compile(r"^\s*\(?([A-J])[.)]\s+(\S.*?)\s*$")
-_YES_NO = re.compile(r"\bYes\b.*\bNo\b|\bNo\b.*\bYes\b|是.*否", re.DOTALL)
+# Each word's end is searched for, its start then checked: a pattern opening with \b is tried at every position.
+_YES, _NO = re.compile(r"Yes\b"), re.compile(r"No\b")
+_WORD_CHARACTER = re.compile(r"\w")
 
 
 @dataclass(frozen=True)
@@ -32,5 +34,14 @@ def read_prompt(text: str) -> Prompt:
     before = lines[:first] if first is not None else lines
     questions = [line.strip() for line in before if line.strip().endswith("?")]
     question = questions[-1] if questions else next((line.strip() for line in reversed(before) if line.strip()), "")
-    return Prompt(question, tuple(options), yes_no=not options and bool(_YES_NO.search(text)),
+    return Prompt(question, tuple(options), yes_no=not options and _offers_yes_no(text),
                   wants_thinking="<think>" in text)
+
+
+def _offers_yes_no(text: str) -> bool:
+    """Both words "Yes" and "No", or 是 before 否."""
+    return (_has_word(text, _YES) and _has_word(text, _NO)) or 0 <= text.find("是") < text.rfind("否")
+
+
+def _has_word(text: str, word_end: re.Pattern[str]) -> bool:
+    return any(m.start() == 0 or not _WORD_CHARACTER.match(text, m.start() - 1) for m in word_end.finditer(text))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
+from functools import cache, partial
 from typing import Any
 
 from pathbind_tasks.common import faithfulness_aggregations as fa
@@ -124,6 +124,7 @@ def declared(*kinds: str) -> tuple[Metric, ...]:
     return tuple(metric for metric in METRICS if set(kinds) & set(metric.kinds))
 
 
+@cache  # asked once per document; METRICS is fixed at import
 def names(kind: str) -> tuple[str, ...]:
     """The metric names a ``process_results`` of ``kind`` emits its record under."""
     return tuple(metric.name for metric in declared(kind))

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -49,6 +51,16 @@ def test_read_prompt_recognises_yes_no_questions(items):
     item = items[1][0]
     prompt = read_prompt(render_template("yesno", question=item["question"], thinking=False))
     assert prompt.yes_no and prompt.options == () and prompt.question == item["question"]
+
+
+def test_a_yes_no_prompt_is_one_with_both_words_or_shi_before_fou():
+    """Against the one-pattern definition, on strings built from the words, their look-alikes and word characters."""
+    reference = re.compile(r"\bYes\b.*\bNo\b|\bNo\b.*\bYes\b|是.*否", re.DOTALL)
+    pieces = ["Yes", "No", "是", "否", " ", "\n", "a", "_", "é", "7", "Nope", "Yesx", "xNo", "No.", "(Yes)", "NoYes"]
+    rng = random.Random(5)
+    for _ in range(20000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        assert read_prompt(text).yes_no == bool(reference.search(text)), text
 
 
 def test_blind_guesses_are_seeded_by_the_text_in_any_process_and_stay_at_chance():
