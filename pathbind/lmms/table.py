@@ -1,5 +1,6 @@
 """The lmms-eval CLI's console table in runs with ``results["pathbind"]``: scalar metrics only, a task that evaluated
-too few of its rows flagged beside its name, and one line naming the structured ones and where to read them."""
+too few of its rows flagged beside its name, no Stderr column of "N/A" alone, and one line naming the structured ones
+and where to read them."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ def _scalars_only(original: Any) -> Any:
         if "pathbind" not in result_dict:
             return original(result_dict, column, sort_results)
         shown, left_out = scalar_view(result_dict, column)
-        table = original(shown, column, sort_results)
+        table = without_empty_stderr(original(shown, column, sort_results))
         return f"{table}\n{structured_note(left_out, result_dict)}\n" if left_out else table
 
     mark(make_table)
@@ -50,6 +51,20 @@ def scalar_view(result_dict: dict, column: str = "results") -> tuple[dict, list[
         if flag := coverage_flag(metrics.get("accounting,none")):  # lmms-eval prints the alias as the task's name
             table[task]["alias"] = f"{metrics.get('alias', task)} [{flag}]"
     return {**result_dict, column: table}, sorted(left_out)
+
+
+def without_empty_stderr(table: str) -> str:
+    """The markdown ``table`` without its "±" and "Stderr" columns when no row has a standard error (PathBind's
+    metrics carry theirs in ``ci95``, and lmms-eval writes "N/A" where a metric has none)."""
+    rows = [line.split("|") for line in table.split("\n")]
+    header = [cell.strip() for cell in rows[0]]
+    if "Stderr" not in header or header[header.index("Stderr") - 1] != "":
+        return table
+    column = header.index("Stderr")
+    body = [row for row in rows[2:] if len(row) > 1]
+    if any(len(row) != len(header) or row[column].strip() != "N/A" for row in body):
+        return table
+    return "\n".join("|".join(row[:column - 1] + row[column + 1:]) if len(row) > 1 else row[0] for row in rows)
 
 
 def structured_note(names: list[str], result_dict: dict) -> str:

@@ -42,7 +42,10 @@ def with_conditions(conditions: Sequence[str], convert: Converter | None = None)
     because lmms-eval's ``--limit N`` keeps the first N documents: a limit then cuts whole items, never a whole
     condition. Swap partners are drawn over the full dataset first, so a limit does not change them. An item
     whose data is at fault (its image, or a ``doc_error`` the conversion found) is dropped from every condition;
-    an item with no partner on another image (cluster) for a swap is left out of that swap condition only.
+    an item with no partner on another image (cluster) for a swap is left out of that swap condition only. Where
+    the set has a swap, every document names the item and cluster whose image it shows (``image_from``,
+    ``cluster_from``); elsewhere each shows its own, and the documents leave those columns out (every column costs
+    each of lmms-eval's reads of a document).
     """
     unknown = [c for c in conditions if c not in (*ABLATIONS, "text")]
     if unknown:
@@ -52,7 +55,8 @@ def with_conditions(conditions: Sequence[str], convert: Converter | None = None)
         with counting(dataset) as ledger:
             docs = convert(dataset) if convert else dataset
             docs = close(ledger, without_faults(with_readable_images(docs), "task " + str(task_name() or "?")))
-        parts = [_condition(docs, condition) for condition in conditions]
+        swaps = any(condition.startswith("swap_") for condition in conditions)
+        parts = [_condition(docs, condition, swaps) for condition in conditions]
         return item_by_item(parts)
 
     return process_docs
@@ -113,10 +117,12 @@ def _undecoded(docs: datasets.Dataset) -> datasets.Dataset:
                          f"bytes nor file paths ({exc})") from exc
 
 
-def _condition(docs: datasets.Dataset, condition: str) -> tuple[datasets.Dataset, list[int]]:
+def _condition(docs: datasets.Dataset, condition: str, swaps: bool) -> tuple[datasets.Dataset, list[int]]:
     """The documents of ``condition`` and the positions of the items they are (a swap leaves out the items with
-    no partner on another image)."""
+    no partner on another image); with ``image_from`` and ``cluster_from`` where the condition set ``swaps``."""
     tagged = with_column(docs, "condition", [condition] * len(docs))
+    if not swaps:
+        return tagged, list(range(len(docs)))
     ids, clusters = column_values(docs, "id"), column_values(docs, "cluster")
     if not condition.startswith("swap_"):
         return with_column(with_column(tagged, "image_from", ids), "cluster_from", clusters), list(range(len(docs)))

@@ -174,11 +174,13 @@ def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
     Total by design: lmms-eval retries a raising process_results, so an unparseable answer, a backend's
     failure marker or a malformed document becomes an invalid record (wrong, with a reason), never an exception.
     """
+    item, cluster = str(doc.get("id")), doc.get("cluster")
     record: dict[str, Any] = {"task": task_name(),  # aggregations get only records: warnings name it
-                              "id": str(doc.get("id")), "cluster": doc.get("cluster"),
-                              "condition": doc.get("condition", "image"),
+                              "id": item, "cluster": cluster, "condition": doc.get("condition", "image"),
                               "dimension": doc.get("dimension"), "source": doc.get("source"),
-                              "image_from": doc.get("image_from"), "cluster_from": doc.get("cluster_from")}
+                              # a document without them shows its own image (a condition set without swaps)
+                              "image_from": doc.get("image_from", item),
+                              "cluster_from": doc.get("cluster_from", cluster)}
     answers = every_response(results)
     record.update(_scored(doc, answers[0] if answers else "", record["id"]))
     if len(answers) > 1:

@@ -380,8 +380,13 @@ def test_the_cli_table_hook_prints_scalars_and_the_note_only_for_pathbind_runs()
     *rows, note = table.rstrip().splitlines()
     assert "acc_image" in table and not any("{" in row or "by_dimension" in row for row in rows)
     assert note == structured_note(["accounting", "by_dimension", "ci95"], RESULTS)
+    assert "N/A" not in table and "Stderr" not in table and "±" not in table  # no metric has a standard error
     plain = {k: v for k, v in copy.deepcopy(RESULTS).items() if k != "pathbind"}
     assert hooked(copy.deepcopy(plain)) == make_table(copy.deepcopy(plain))
+    mixed = copy.deepcopy(RESULTS)  # beside a task with a standard error, the column stays, "N/A" where none
+    mixed["results"]["mme"] = {"alias": "mme", "acc,none": 0.5, "acc_stderr,none": 0.01}
+    mixed["n-shot"]["mme"] = 0
+    assert "|Stderr|" in hooked(mixed).replace(" ", "") and "0.0100" in hooked(mixed)
 
 
 @pytest.mark.parametrize("error", [RuntimeError("boom"), SystemExit(3)])
