@@ -8,7 +8,7 @@ from typing import Any
 import datasets
 from lmms_eval.api.instance import Instance
 
-CHUNK = 64  # requests whose documents are read together: bounds the (undecoded) images held at once
+CHUNK = 32  # requests whose documents are read together: bounds the encoded images held at once
 
 
 class RequestDocuments:
