@@ -11,7 +11,8 @@ maps, occlusion scores) travels as the context string and its answer as the gene
   a part the model could not compute is ``{"error": reason}``.
 
 Kinds: ``attention`` (:class:`AttentionRequest`: entity-token attention of each query, per layer set) and
-``occlusion`` (:class:`OcclusionRequest`: option scores under patch occlusion). This module only carries the data;
+``occlusion`` (:class:`OcclusionRequest`: option scores under patch occlusion, with the heat maps of the attribution
+methods the model runs, ``pathbind_models.attribution``). This module only carries the data;
 what a request asks of the image is done on the model side (``pathbind_models.occlusion`` for PathBind's models).
 Every response carries ``view_box``: the rectangle of the original image, ``[x_min, y_min, x_max, y_max]`` pixels,
 that its maps cover (the model's processor may crop).
@@ -29,7 +30,7 @@ import numpy as np
 
 LAYER_SETS = ("shallow", "mid", "deep", "all")
 FILLS = ("mean", "grey")
-CURVES = ("deletion/attention", "deletion/random", "insertion/attention", "insertion/random")
+CURVE_KINDS = ("deletion", "insertion")  # a curve is named "<kind>/<order>": "random" or a heat map's method
 VERSION = 1
 # The answer of a PathBind model that could not answer one request: "<marker> <Error>: <message>", so the scorer
 # reports the real cause (never cached: a rerun retries it).
@@ -173,7 +174,10 @@ class OcclusionRequest:
     """A question (``prompt``) with its answer ``options`` and the index of the ``reference`` answer, the ``entity``
     whose attention is the heat map under test, the occlusion ``grid`` G (cells as in
     ``pathbind_conventions.cell_edges``), the ``fill``, the number of insertion/deletion ``steps`` and the
-    ``seed`` of the random curve order."""
+    ``seed`` of the random curve order and of RISE's masks; ``rois`` names boxes ([x_min, y_min, x_max, y_max]
+    pixels) each to be hidden whole with the fill (ROI deletion: the expert box and a random box of its size);
+    ``rise_masks`` and ``rise_cells`` (masks, and mask cells per side) and ``ig_steps`` (Integrated Gradients'
+    points) set those methods' resolution where the model runs them."""
 
     prompt: str
     options: tuple[str, ...]
@@ -183,13 +187,19 @@ class OcclusionRequest:
     fill: str = "mean"
     steps: int = 16
     seed: int = 0
+    rois: dict[str, list[float]] = field(default_factory=dict)
+    rise_masks: int = 1500  # the seed's N (320 on its subset)
+    rise_cells: int = 7  # Petsiuk et al.'s 7×7 masks
+    ig_steps: int = 32
 
     def __post_init__(self) -> None:
         if len(self.options) < 2 or not 0 <= self.reference < len(self.options):
             raise ValueError(f"occlusion request needs >= 2 options and a reference index among them, got "
                              f"{len(self.options)} options and reference {self.reference}")
-        if self.grid < 1 or self.steps < 1:
-            raise ValueError(f"grid and steps must be positive, got grid={self.grid}, steps={self.steps}")
+        if min(self.grid, self.steps, self.rise_masks, self.rise_cells, self.ig_steps) < 1:
+            raise ValueError(f"grid, steps, rise_masks, rise_cells and ig_steps must be positive, got "
+                             f"grid={self.grid}, steps={self.steps}, rise_masks={self.rise_masks}, "
+                             f"rise_cells={self.rise_cells}, ig_steps={self.ig_steps}")
         if self.fill not in FILLS:
             raise ValueError(f"fill {self.fill!r} is not one of {', '.join(FILLS)}")
 
@@ -198,29 +208,37 @@ class OcclusionRequest:
 
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> OcclusionRequest:
-        return cls(**{**body, "options": tuple(body["options"])})
+        rois = {str(name): [float(v) for v in box] for name, box in body.get("rois", {}).items()}
+        return cls(**{**body, "options": tuple(body["options"]), "rois": rois})
 
 
 _PARTS = ("original", "text_only", "patches", "attention")
+_NAMED_PARTS = ("curves", "attributions", "rois")
 
 
 @dataclass
 class OcclusionResponse:
     """Option log-probabilities (rows: images, columns: options) of the original image, of no image, of each of the
-    G×G single-cell occlusions (row-major) and along each curve, and the entity attention on the G×G grid."""
+    G×G single-cell occlusions (row-major), along each curve and with each ROI hidden; the entity attention and the
+    other methods' heat maps on the G×G grid, with what each used (``attribution_notes``)."""
 
     original: Part
     text_only: Part
     patches: Part  # (G*G, K), row-major over the grid
     attention: Part  # (G, G)
     attention_grid: tuple[int, int] = (0, 0)  # the model's native patch grid, before resampling
-    curves: dict[str, Part] = field(default_factory=dict)  # CURVES name -> (steps + 1, K)
+    curves: dict[str, Part] = field(default_factory=dict)  # "<kind>/<order>" (CURVE_KINDS) -> (steps + 1, K)
     view_box: Box | None = None  # the part of the image the model saw; None: all of it
+    attributions: dict[str, Part] = field(default_factory=dict)  # method (not attention) -> (G, G) map
+    attribution_notes: dict[str, dict[str, Any]] = field(default_factory=dict)  # method -> what it used and cost
+    rois: dict[str, Part] = field(default_factory=dict)  # the request's ROI name -> (K,) scores with it hidden
 
     def encode(self) -> str:
         parts = {name: encode_array(getattr(self, name)) for name in _PARTS}
-        return json.dumps({**parts, "attention_grid": list(self.attention_grid),
-                           "curves": {name: encode_array(value) for name, value in self.curves.items()},
+        named = {kind: {name: encode_array(value) for name, value in getattr(self, kind).items()}
+                 for kind in _NAMED_PARTS}
+        return json.dumps({**parts, **named, "attention_grid": list(self.attention_grid),
+                           "attribution_notes": self.attribution_notes,
                            "view_box": None if self.view_box is None else list(self.view_box)})
 
     @classmethod
@@ -229,9 +247,12 @@ class OcclusionResponse:
         body = decode_response(text, "an occlusion response")
         try:
             parts = {name: decode_array(body[name]) for name in _PARTS}
-            curves = {name: decode_array(value) for name, value in body["curves"].items()}
+            named = {kind: {name: decode_array(value) for name, value in body.get(kind, {}).items()}
+                     for kind in _NAMED_PARTS}
             grid = (int(body["attention_grid"][0]), int(body["attention_grid"][1]))
-            return cls(**parts, attention_grid=grid, curves=curves, view_box=_view_box(body))
+            return cls(parts["original"], parts["text_only"], parts["patches"], parts["attention"], grid,
+                       curves=named["curves"], view_box=_view_box(body), attributions=named["attributions"],
+                       attribution_notes=dict(body.get("attribution_notes", {})), rois=named["rois"])
         except (ValueError, KeyError, TypeError, IndexError, AttributeError) as exc:
             raise ValueError(f"not an occlusion response ({type(exc).__name__}: {exc}): {text[:80]!r}") from exc
 

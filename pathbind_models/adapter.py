@@ -42,6 +42,17 @@ class EntityAttention:
         return np.mean([self.per_layer[i] for i in chosen], axis=0).max(axis=0), chosen
 
 
+@dataclass
+class Attribution:
+    """A heat map of what the answer margin rests on, by one attribution method (``pathbind_models.attribution``):
+    ``map`` on the model's patch grid covering ``view_box`` (as :class:`EntityAttention`'s; None: the whole image),
+    and ``notes``, what it used (token, layers, steps, ...) and cost (``forwards``, ``backwards``)."""
+
+    map: np.ndarray
+    view_box: tuple[float, float, float, float] | None
+    notes: dict[str, Any] = field(default_factory=dict)
+
+
 def layer_indices(layers: str | list[int], count: int) -> list[int]:
     """Decoder layers by name — the shallow, middle (``mid``) or deep third, or ``all`` — or an explicit list.
 

@@ -17,6 +17,7 @@ from tqdm import tqdm
 from pathbind.wire import MODEL_FAILED, AttentionRequest, AttentionResponse, decode_request, request_kind
 from pathbind_models import occlusion
 from pathbind_models.adapter import Adapter
+from pathbind_models.attribution import AttributionSettings
 from pathbind_models.documents import RequestDocuments
 
 Pending = tuple[int, list[Image.Image], str, dict[str, Any]]  # request index, images, prompt, generation settings
@@ -40,6 +41,8 @@ class AdapterModel(lmms):
         super().__init__()
         self.batch_size = int(batch_size)
         self._device = torch.device(device)
+        # The heat maps occlusion requests get (--model_args attribution=..., pathbind_models.attribution).
+        self.attribution = AttributionSettings.pop_from(adapter_kwargs)
         self.adapter: Adapter = self.make_adapter(**adapter_kwargs)
 
     def make_adapter(self, **adapter_kwargs: Any) -> Adapter:
@@ -85,7 +88,7 @@ class AdapterModel(lmms):
                 if isinstance(coded, AttentionRequest):
                     attention.append((index, images[0], coded))
                 else:
-                    outputs[index] = occlusion.answer(self.adapter, images[0], coded).encode()
+                    outputs[index] = occlusion.answer(self.adapter, images[0], coded, self.attribution).encode()
         self._answer(pending, outputs, requests)
         self._answer_attention(attention, outputs, requests)
 

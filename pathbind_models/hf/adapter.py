@@ -11,14 +11,15 @@ import numpy as np
 import torch
 from PIL import Image
 
-from pathbind_models.adapter import EntityAttention, layer_indices
+from pathbind_models.adapter import Attribution, EntityAttention, layer_indices
 from pathbind_models.hf import check_transformers, frames, loading, prefix, probe
 from pathbind_models.hf.families import family_of
 from pathbind_models.hf.families.base import ModelFamily
 from pathbind_models.hf.geometry import view_box
-from pathbind_models.hf.views import stitch, view_maps
+from pathbind_models.hf.views import View, stitch, view_maps
 
 _DECODER_ATTENTION = re.compile(r"(?:language_model|text_model)\.(?:model\.)?layers\.(\d+)\.self_attn$")
+_VISION_BLOCK = re.compile(r"(?:visual|vision_tower|vision_model)\.(?:.+\.)?(?:blocks|layers|layer)\.(\d+)$")
 # Greedy search, whatever the checkpoint's generation_config.json asks: its sampling settings are all unset.
 _GREEDY = {"do_sample": False, "num_beams": 1, "temperature": None, "top_p": None, "top_k": None, "min_p": None,
            "typical_p": None, "epsilon_cutoff": None, "eta_cutoff": None}
@@ -146,16 +147,23 @@ class HFAdapter:
             rows.append(self._score_options(self._encode([prompt] * len(chunk), [[i] for i in chunk]), option_ids))
         return np.concatenate(rows)
 
-    def _images_per_forward(self, length: int, option_ids: list[list[int]]) -> int:
+    def _images_per_forward(self, length: int, option_ids: list[list[int]], kept_layers: int = 1) -> int:
         """Images per forward from free memory: a quarter of it over a rough float32 peak per row of ``length``
-        tokens (one layer's hidden states, MLP activations and attention scores, plus the kept logits), 1 to 64."""
+        tokens (``kept_layers`` layers' hidden states, MLP activations and attention scores, plus the kept logits),
+        1 to 64."""
         text = self.config.get_text_config()
         intermediate = getattr(text, "intermediate_size", 4 * text.hidden_size)
-        per_row = 4 * (length * (8 * text.hidden_size + 4 * intermediate + text.num_attention_heads * length)
-                       + (max(map(len, option_ids)) + 1) * text.vocab_size)
+        per_layer = length * (8 * text.hidden_size + 4 * intermediate + text.num_attention_heads * length)
+        per_row = 4 * (kept_layers * per_layer + (max(map(len, option_ids)) + 1) * text.vocab_size)
         free = loading.free_memory(loading.execution_devices(self.model))  # a sharded model: its fullest device
-        rows_per_image = len({tuple(ids[:-1]) for ids in option_ids})  # see _score_options
+        rows_per_image = len({tuple(ids[:-1]) for ids in option_ids})  # see option_scores
         return int(min(64, max(1, free // 4 // (per_row * rows_per_image))))
+
+    def images_per_backward(self, length: int, option_ids: list[list[int]]) -> int:
+        """Images per forward and backward (Integrated Gradients): ``occlusion_batch`` when set, else from free
+        memory with every decoder layer's activations kept for the backward pass."""
+        layers = self.config.get_text_config().num_hidden_layers
+        return self.occlusion_batch or self._images_per_forward(length, option_ids, kept_layers=layers)
 
     def _option_ids(self, options: list[str]) -> list[list[int]]:
         option_ids = [self.processor.tokenizer(option, add_special_tokens=False)["input_ids"] for option in options]
@@ -164,7 +172,13 @@ class HFAdapter:
         return option_ids
 
     def _score_options(self, prompt: dict[str, torch.Tensor], option_ids: list[list[int]]) -> np.ndarray:
-        """(prompts × options) summed log-probabilities of each option after each of the equal-length prompts.
+        """(prompts × options) summed log-probabilities of each option after each of the equal-length prompts
+        (:meth:`option_scores` without the autograd graph)."""
+        with torch.inference_mode():
+            return self.option_scores(prompt, option_ids).cpu().double().numpy()
+
+    def option_scores(self, prompt: dict[str, torch.Tensor], option_ids: list[list[int]]) -> torch.Tensor:
+        """(prompts × options) summed log-probabilities, float32, differentiable with respect to the inputs.
 
         An option's last token is predicted, never read, so each row is a prompt plus one distinct option prefix
         (all but the last token): single-token options such as Yes/No share the bare prompt's row, and each image
@@ -175,26 +189,26 @@ class HFAdapter:
         prefixes = list(dict.fromkeys(tuple(ids[:-1]) for ids in option_ids))
         kept = max(map(len, prefixes)) + 1
         batch = _append_continuations(prompt, [list(p) for p in prefixes], self.processor.tokenizer.pad_token_id or 0)
-        with torch.inference_mode():
-            logprobs = self.model(**batch, logits_to_keep=kept).logits.float().log_softmax(dim=-1)
-        scores = np.zeros((count, len(option_ids)))
-        for k, ids in enumerate(option_ids):  # rows are prefix-major: row j * count + b
+        logprobs = self.model(**batch, logits_to_keep=kept).logits.float().log_softmax(dim=-1)
+        columns = []
+        for ids in option_ids:  # rows are prefix-major: row j * count + b
             j = prefixes.index(tuple(ids[:-1]))
             rows = logprobs[j * count:(j + 1) * count, :len(ids)]  # position i predicts token i of the option
             target = torch.tensor(ids, device=rows.device).expand(count, -1)[..., None]
-            scores[:, k] = rows.gather(2, target).sum(dim=(1, 2)).cpu().double().numpy()
-        return scores
+            columns.append(rows.gather(2, target).sum(dim=(1, 2)))
+        return torch.stack(columns, dim=1)
 
     # -- attention ----------------------------------------------------------------------------------------------
 
-    def entity_attention(self, image: Image.Image, text: str, entity: str,
-                         layers: str | list[int] = "mid") -> EntityAttention:
-        """Algorithm 1 steps 1–4 in one forward pass: the rows of ``entity``'s tokens, in the chosen layers only."""
+    def entity_attention(self, image: Image.Image, text: str, entity: str, layers: str | list[int] = "mid",
+                         token: str = "expression") -> EntityAttention:
+        """Algorithm 1 steps 1–4 in one forward pass: the rows of ``entity``'s tokens (or, ``token="last"``, of the
+        last prompt token, the one that predicts the answer), in the chosen layers only."""
         chosen = layer_indices(layers, len(self.decoder_layers))
         prompt = self._prompt(1, text)
         inputs = self._encode([prompt], [[image]])
         ids = inputs["input_ids"][0].cpu().numpy()
-        entity_positions = self._entity_positions(prompt, ids, text, entity)
+        entity_positions = [len(ids) - 1] if token == "last" else self._entity_positions(prompt, ids, text, entity)
         modules = {self.decoder_layers[i]: i for i in chosen}
         with probe.recording(entity_positions, modules) as record, torch.inference_mode():
             self.model(**inputs)
@@ -272,7 +286,7 @@ class HFAdapter:
         """The EntityAttention of one prompt's recorded entity rows (layer -> (tokens, sequence length))."""
         image_positions = np.flatnonzero(inputs["input_ids"][0].cpu().numpy() == self.config.image_token_id)
         rows = {i: rows_by_layer[i][:, image_positions].cpu().double().numpy() for i in chosen}
-        views = self.family.layout(self.config, self.processor, inputs, image_positions, image.size)
+        views = self.image_views(image, inputs)
         mean_rows = np.mean([rows[i] for i in chosen], axis=0).max(axis=0)  # layer mean, then max over tokens
         attention_map, global_map = stitch(view_maps(mean_rows, views), views)
         per_layer = {i: np.stack([stitch(view_maps(token, views), views)[0] for token in rows[i]]) for i in chosen}
@@ -280,6 +294,46 @@ class HFAdapter:
             map=attention_map, layers=chosen, token_positions=entity_positions,
             image_token_positions=image_positions.tolist(), grid_shape=attention_map.shape, inputs=dict(inputs),
             per_layer=per_layer, global_map=global_map, view_box=view_box(self.processor, inputs, image.size))
+
+    def image_views(self, image: Image.Image, inputs: dict[str, torch.Tensor]) -> list[View]:
+        """The views (grids) the image tokens of one prompt's ``inputs`` form (``pathbind_models.hf.families``)."""
+        positions = np.flatnonzero(inputs["input_ids"][0].cpu().numpy() == self.config.image_token_id)
+        return self.family.layout(self.config, self.processor, inputs, positions, image.size)
+
+    def image_token_map(self, image: Image.Image, inputs: dict[str, torch.Tensor],
+                        values: np.ndarray) -> tuple[np.ndarray, tuple[float, float, float, float]]:
+        """One value per image token as a map on the patch grid (tiles stitched), and the view box it covers."""
+        views = self.image_views(image, inputs)
+        return stitch(view_maps(np.asarray(values, dtype=float), views), views)[0], view_box(self.processor, inputs,
+                                                                                             image.size)
+
+    # -- attribution --------------------------------------------------------------------------------------------
+
+    def attribution(self, method: str, image: Image.Image, request: Any, settings: Any) -> Attribution:
+        """Attention rollout, gradient×attention, Winsor-CAM or Integrated Gradients of ``request``'s answer margin
+        (:mod:`pathbind_models.hf.attribution`)."""
+        from pathbind_models.hf import attribution
+
+        return attribution.attribute(self, method, image, request, settings)
+
+    def vision_blocks(self) -> list[torch.nn.Module]:
+        """The vision tower's transformer blocks, in order; ValueError naming the checkpoint when none is found."""
+        found = {int(m.group(1)): module for name, module in self.model.named_modules()
+                 if (m := _VISION_BLOCK.search(name))}
+        if not found:
+            raise ValueError(f"{self.pretrained}: no vision-tower blocks found (visual/vision_tower/vision_model)")
+        return [found[i] for i in sorted(found)]
+
+    def natural_patch_order(self, values: np.ndarray, inputs: dict[str, torch.Tensor]) -> np.ndarray:
+        """Per-patch values of the vision blocks in the processor's patch order (Qwen2.5-VL's blocks hold groups
+        of merged patches in window order)."""
+        if self.family.vision_order is None or values.ndim != 1:
+            return values
+        order = self.family.vision_order(self.config, inputs)
+        groups = values.reshape(len(order), -1)
+        natural = np.empty_like(groups)
+        natural[order] = groups
+        return natural.ravel()
 
     def _entity_positions(self, prompt: str, ids: np.ndarray, text: str, entity: str) -> list[int]:
         """Positions in ``ids`` of the tokens covering the last occurrence of ``entity`` in the user's ``text``.

@@ -52,6 +52,7 @@ class HFModel(AdapterModel):
             "device_map": getattr(adapter.model, "hf_device_map", None) or adapter.device_map,
             "processor_options": loading.to_json(adapter.processor_options),
             "image_limits": loading.image_limits(adapter.processor),
+            "attribution": self.attribution.describe(),
             "generation": {
                 "decoding": "greedy unless a task asks to sample (do_sample with temperature > 0)",
                 "max_new_tokens": adapter.max_new_tokens,

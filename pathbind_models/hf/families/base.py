@@ -56,3 +56,6 @@ class ModelFamily:
     # (0–1000), "input_pixel" (pixels of the resized input), None when undocumented (taken to follow the prompt).
     native_box_frame: str | None
     tiny_grid: ImageGrid  # what its tiny checkpoint's processor makes of a 224×224 image
+    # Where the vision blocks hold the merged patch groups in another order than the processor's (Qwen2.5-VL's
+    # windows): (config, processed inputs) -> the processor's group index of each group the blocks hold.
+    vision_order: Callable[[Any, dict[str, torch.Tensor]], np.ndarray] | None = None
