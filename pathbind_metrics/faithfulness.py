@@ -14,7 +14,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import special, stats
 
-from pathbind_conventions import cell_fractions
+from pathbind_conventions import cell_edges, cell_fractions
 
 Box = Sequence[float] | np.ndarray
 
@@ -112,6 +112,15 @@ def control_boxes(box: Box, image_size: Sequence[int], rng: np.random.Generator)
             "far": [far[0], far[1], far[0] + w, far[1] + h], "random_size": [sx, sy, sx + sw, sy + sh]}
 
 
+def random_box(box: Box, image_size: Sequence[int], rng: np.random.Generator) -> list[float]:
+    """A box of ``box``'s size at a uniformly drawn position inside the image (it may overlap ``box``): the control
+    of ROI deletion."""
+    width, height = image_size
+    x0, y0, x1, y1 = (float(v) for v in box)
+    x, y = rng.uniform(0, max(width - (x1 - x0), 0)), rng.uniform(0, max(height - (y1 - y0), 0))
+    return [x, y, x + x1 - x0, y + y1 - y0]
+
+
 def _far_corner(x0: float, y0: float, w: float, h: float, width: int, height: int,
                 rng: np.random.Generator) -> tuple[float, float]:
     """A uniformly drawn whole-pixel position for a w×h box that does not overlap the box at (x0, y0)."""
@@ -145,3 +154,64 @@ def answer_index(logprobs: ArrayLike) -> int:
     values = np.asarray(logprobs, dtype=float)
     top = np.flatnonzero(values == values.max())
     return int(top[0]) if top.size == 1 else -1
+
+
+def cell_areas(image_size: Sequence[int], grid: int) -> np.ndarray:
+    """Pixels in each cell of the G×G grid over a W×H image (``pathbind_conventions.cell_edges``)."""
+    width, height = image_size
+    return np.outer(np.diff(cell_edges(int(height), grid)), np.diff(cell_edges(int(width), grid))).astype(float)
+
+
+def box_average_precision(values: ArrayLike, coverage: np.ndarray, areas: np.ndarray) -> float:
+    """Pixel AP of a map against a box, every pixel scored by its cell's value: the cells that were occluded.
+
+    Average precision as ``sklearn.metrics.average_precision_score`` defines it (tied scores form one threshold),
+    over the pixels of each cell (``areas``), a share ``coverage`` of them inside the box. NaN for a non-finite map
+    or a box covering no pixel.
+
+    >>> box_average_precision([[2.0, 1.0]], np.array([[1.0, 0.0]]), np.ones((1, 2)))
+    1.0
+    """
+    return float(pair_measures(np.asarray(values, dtype=float).reshape(1, -1), coverage.reshape(1, -1),
+                               np.asarray(areas, dtype=float).ravel())["box_ap"][0, 0])
+
+
+def pair_measures(maps: np.ndarray, coverages: np.ndarray, areas: np.ndarray) -> dict[str, np.ndarray]:
+    """Each (map i, box j) pair's box measures, (n maps × m boxes) each, from flattened maps (n, C), box coverages
+    (m, C) and cell areas (C,): ``amim`` (the map's mass in the box; the maps should be shares summing to 1),
+    ``pointing_hit`` (:func:`pointing`: a unique maximum on a cell at least half in the box; a tie is no hit) and
+    ``box_ap`` (:func:`box_average_precision`). The box-placement nulls evaluate every pair at once this way."""
+    maps, coverages = np.asarray(maps, dtype=float), np.asarray(coverages, dtype=float)
+    finite = np.isfinite(maps).all(axis=1)
+    amim = maps @ coverages.T
+    hits = np.zeros((len(maps), len(coverages)))
+    ap = np.full((len(maps), len(coverages)), math.nan)
+    positives = coverages * areas  # box pixels per cell
+    total = positives.sum(axis=1)
+    for i in np.flatnonzero(finite):
+        top = np.flatnonzero(maps[i] == maps[i].max())
+        hits[i] = (coverages[:, top[0]] >= 0.5) if top.size == 1 else 0.0
+        order = np.argsort(-maps[i], kind="stable")
+        ranked = maps[i][order]
+        ends = np.append(np.flatnonzero(np.diff(ranked) != 0), ranked.size - 1)  # last cell of each tie group
+        true = positives[:, order].cumsum(axis=1)[:, ends]
+        seen = np.cumsum(areas[order])[ends]
+        recall = np.divide(true, total[:, None], out=np.zeros_like(true), where=total[:, None] > 0)
+        steps = np.diff(recall, prepend=0.0, axis=1)
+        ap[i] = np.where(total > 0, (steps * true / seen).sum(axis=1), math.nan)
+    amim[~finite], hits[~finite] = math.nan, math.nan
+    return {"amim": amim, "pointing_hit": hits, "box_ap": ap}
+
+
+def paired_cohens_d(differences: ArrayLike) -> float:
+    """Cohen's d of paired differences (d_z): their mean over their standard deviation (ddof 1), NaN for fewer than
+    two finite values or no spread.
+
+    >>> paired_cohens_d([1.0, 2.0, 3.0])
+    2.0
+    """
+    values = np.asarray(differences, dtype=float)
+    values = values[np.isfinite(values)]
+    if values.size < 2 or values.std(ddof=1) == 0:
+        return math.nan
+    return float(values.mean() / values.std(ddof=1))

@@ -4,11 +4,13 @@ measured under patch occlusion and compared with the model's attention (../share
 Grounding items carry an expression and its box but no answer options, so every item asks
 ``Is there <expression> in this image?`` (yes/no prompt template) with reference answer "Yes": the expression
 was annotated in this image, and hiding its box should lower the "Yes" margin. The heat map under test is the
-attention from the expression's tokens in that same question. Schema: ``id``, ``image``, ``expression``,
-``bbox`` ([x_min, y_min, x_max, y_max] pixels of ``width`` x ``height``), ``width``, ``height``, plus the column
-naming the item's subgroup for the permutation tests (``split``, testA or testB in any case, or ``pattern`` in the
-demo). A row whose data is at fault (a field, an unreadable image, a stated size that is not the image's) is
-dropped and counted in ``accounting``, never a lost item.
+attention from the expression's tokens in that same question, beside the other attribution methods the model runs
+(``--model_args attribution=...``); the box and a random box of its size are also hidden whole (ROI deletion).
+Schema: ``id``, ``image``, ``expression``, ``bbox`` ([x_min, y_min, x_max, y_max] pixels of ``width`` x
+``height``), ``width``, ``height``, plus the column naming the item's subgroup for the permutation tests
+(``split``, testA or testB in any case, or ``pattern`` in the demo). A row whose data is at fault (a field, an
+unreadable image, a stated size that is not the image's) is dropped and counted in ``accounting``, never a lost
+item.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from PIL import Image
 
 from pathbind import render_template
 from pathbind.wire import OcclusionRequest, OcclusionResponse
+from pathbind_metrics.faithfulness import random_box
 from pathbind_tasks.common import box_rows
 from pathbind_tasks.common import faithfulness_records as fr
 from pathbind_tasks.common.accounting import close, counting
@@ -74,9 +77,15 @@ def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] |
     options = lmms_eval_specific_kwargs or {}
     expression = str(doc["expression"])  # a row without a text expression was dropped
     prompt = render_template("yesno", question=question(expression), thinking=False)
+    seed, box = item_seed(doc["id"]), [float(v) for v in doc["bbox"]]
+    size = (int(doc["width"]), int(doc["height"]))
+    rois = {fr.ROI_BOX: box, fr.ROI_RANDOM: random_box(box, size, np.random.default_rng(seed))}
     return OcclusionRequest(prompt, OPTIONS, REFERENCE, entity=expression.strip().rstrip("."),
                             grid=int(options.get("grid", 16)), fill=str(options.get("fill", "mean")),
-                            steps=int(options.get("steps", 16)), seed=item_seed(doc["id"])).encode()
+                            steps=int(options.get("steps", 16)), seed=seed, rois=rois,
+                            rise_masks=int(options.get("rise_masks", 1500)),
+                            rise_cells=int(options.get("rise_cells", 7)),
+                            ig_steps=int(options.get("ig_steps", 32))).encode()
 
 
 def _score(doc: dict[str, Any], text: str) -> dict[str, Any]:
@@ -84,7 +93,8 @@ def _score(doc: dict[str, Any], text: str) -> dict[str, Any]:
     return fr.item_record(_scores(response.original, "original"), _scores(response.patches, "patches"),
                           response.attention, response.text_only, response.curves, reference=REFERENCE,
                           box=[float(v) for v in doc["bbox"]], image_size=(int(doc["width"]), int(doc["height"])),
-                          seed=item_seed(doc["id"]), view_box=response.view_box)
+                          seed=item_seed(doc["id"]), view_box=response.view_box,
+                          attributions=response.attributions, notes=response.attribution_notes, rois=response.rois)
 
 
 process_results = response_scorer("faithfulness", {"group": "subgroup"}, _score, fr.lost_record)

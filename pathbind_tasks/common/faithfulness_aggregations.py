@@ -25,39 +25,64 @@ NO_OTHER_BOX = "no item of the same image size on another image"
 USES_IMAGE_MIN = 1e-3  # nats: the lower 95% bound of causal_l1 above this means the answer depends on the image
 BOX_KINDS = ("true", "shifted", "far", "random_size")
 PLACEMENT_NULLS = {"attention": "attn_amim_null", "causal": "causal_amim_null"}  # map -> its box-placement null
+BOX_MEASURES = ("amim", "pointing_hit", "box_ap")  # a heat map's measures against the box, each with its null
 
 
 def with_placement_nulls(records: list[dict[str, Any]], *, chunk: int = 1024) -> list[dict[str, Any]]:
-    """The records with each map's box-placement null (``attn_amim_null``, ``causal_amim_null``): the share of its
-    map that the item's box would hold if map and box were unrelated, from the items of the same image size and
-    grid on other images (clusters): the mean share of its map in their boxes, plus how much more share of their
-    maps its box holds than their boxes hold on average (a box near the centre collects more of any centre-biased
-    map). Under "maps ignore the box", ``amim − null`` has mean 0 whatever the maps' shape or the boxes' placement;
-    NaN (with the reason in ``lost``) where no such item exists.
+    """The records with each map's box-placement null (``attn_amim_null``, ``causal_amim_null``, and each heat map's
+    ``amim_null``, ``pointing_hit_null`` and ``box_ap_null`` under ``methods``): what the measure of the item's
+    map would be against its box if map and box were unrelated, from the items of the same image size and grid on
+    other images (clusters): the mean of its map's measure against their boxes, plus how much more their maps
+    measure against its box than against their own boxes on average (a box near the centre collects more of any
+    centre-biased map). Under "maps ignore the box", ``measure − null`` has mean 0 whatever the maps' shape or the
+    boxes' placement; NaN (with the reason in ``lost``) where no such item exists.
     """
     keys = np.asarray(cluster_keys(records)[0])
-    out = [{**r, **dict.fromkeys(PLACEMENT_NULLS.values(), math.nan), "lost": dict(r["lost"])} for r in records]
-    for name, field in PLACEMENT_NULLS.items():
+    out = [{**r, **dict.fromkeys(PLACEMENT_NULLS.values(), math.nan), "lost": dict(r["lost"]),
+            "methods": {name: dict(m) for name, m in r.get("methods", {}).items()}} for r in records]
+    names = sorted({name for record in records for name in record.get("maps", {})})
+    for name in names:
+        measures = ("amim",) if name == "causal" else BOX_MEASURES
         strata: dict[tuple, list[int]] = defaultdict(list)
         for index, record in enumerate(records):
-            if record.get("maps", {}).get(name) is not None:
+            if record["maps"].get(name) is not None:
                 strata[(*record["image_size"], len(record["maps"][name]))].append(index)
         for (width, height, grid), members in strata.items():
             shares = np.asarray([np.ravel(records[i]["maps"][name]) for i in members])
             boxes = np.asarray([fm.box_coverage(records[i]["box"], (width, height), grid).ravel() for i in members])
-            clusters = keys[members]
-            row_sums, column_sums, counts = np.zeros(len(members)), np.zeros(len(members)), np.zeros(len(members))
-            for start in range(0, len(members), chunk):  # bounded memory: chunk × items of the stratum
-                rows = slice(start, start + chunk)
-                other = clusters[rows, None] != clusters[None, :]
-                mass = (shares[rows] @ boxes.T) * other  # map of row i in box of column j, other clusters only
-                row_sums[rows], counts[rows] = mass.sum(axis=1), other.sum(axis=1)
-                column_sums += mass.sum(axis=0)
+            nulls = _placement_null(shares, boxes, fm.cell_areas((width, height), grid).ravel(), keys[members],
+                                    measures, chunk)
+            for row, i in enumerate(members):
+                if name in PLACEMENT_NULLS:
+                    out[i][PLACEMENT_NULLS[name]] = nulls["amim"][row]
+                    if math.isnan(nulls["amim"][row]):
+                        out[i]["lost"][PLACEMENT_NULLS[name]] = NO_OTHER_BOX
+                if name in out[i]["methods"]:
+                    out[i]["methods"][name].update({f"{m}_null": nulls[m][row] for m in measures})
+    return out
+
+
+def _placement_null(shares: np.ndarray, boxes: np.ndarray, areas: np.ndarray, clusters: np.ndarray,
+                    measures: tuple[str, ...], chunk: int) -> dict[str, np.ndarray]:
+    """Per item and measure: row mean + column mean − grand mean of the measure over the (map, box) pairs of
+    different clusters (:func:`fm.pair_measures`), chunk × items pairs at a time (bounded memory)."""
+    count = len(shares)
+    sums = {m: (np.zeros(count), np.zeros(count)) for m in measures}  # (row sums, column sums)
+    counts = np.zeros(count)
+    for start in range(0, count, chunk):
+        rows = slice(start, start + chunk)
+        other = clusters[rows, None] != clusters[None, :]
+        pairs = fm.pair_measures(shares[rows], boxes, areas)
+        counts[rows] = other.sum(axis=1)
+        for measure in measures:
+            values = np.where(other, pairs[measure], 0.0)  # map of row i against box of column j, other clusters
+            sums[measure][0][rows] = values.sum(axis=1)
+            sums[measure][1][:] += values.sum(axis=0)
+    out = {}
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for measure, (row_sums, column_sums) in sums.items():
             grand = row_sums.sum() / counts.sum() if counts.sum() else math.nan
-            for i, row, column, count in zip(members, row_sums, column_sums, counts, strict=True):
-                out[i][field] = float(row / count + column / count - grand) if count else math.nan
-                if not count:
-                    out[i]["lost"][field] = NO_OTHER_BOX
+            out[measure] = np.where(counts > 0, row_sums / counts + column_sums / counts - grand, math.nan)
     return out
 
 
@@ -116,15 +141,35 @@ def control_box_masses(records: list[dict[str, Any]]) -> dict[str, dict[str, flo
 def verdict(records: list[dict[str, Any]], *, uses_image_min: float = USES_IMAGE_MIN) -> dict[str, Any]:
     """The two axes of the paper's Figure 3: does the answer depend on the image (the lower 95% bound of
     ``causal_l1`` above ``uses_image_min``), and does attention track causal importance (mean ρ > 0 with its
-    95% interval above 0)?"""
+    95% interval above 0)? ``methods`` states the second for every heat map the run computed."""
     l1_ci = _interval(records, _values(records, "causal_l1"))
-    rho, rho_ci = mean(records, "attn_occlusion_rho"), _interval(records, _values(records, "attn_occlusion_rho"))
     uses = bool(l1_ci["low"] > uses_image_min)
+    rho, rho_ci = mean(records, "attn_occlusion_rho"), _interval(records, _values(records, "attn_occlusion_rho"))
+    names = sorted({name for record in records for name in record.get("methods", {})})
+    methods = {}
+    for name in names:
+        found = [r.get("methods", {}).get(name, {}) for r in records]
+        values = np.asarray([m.get("rho", math.nan) for m in found], dtype=float)
+        lost = Counter(f"map: {m['lost']['map']}" for m in found if "map" in m.get("lost", {}))
+        methods[name] = method_verdict(name, mean([{"rho": v} for v in values], "rho"), _interval(records, values),
+                                       uses, dict(lost), sum(1 for m in found if m and "map" not in m.get("lost", {})))
     tracks = uses and bool(rho > 0 and rho_ci["low"] > 0)
     return {"image": "uses the image" if uses else "does not use the image",
             "attention": ("attention tracks causal importance" if tracks
                           else "attention does not track causal importance"),
-            "causal_l1": mean(records, "causal_l1"), "causal_l1_ci": l1_ci, "rho": rho, "rho_ci": rho_ci}
+            "causal_l1": mean(records, "causal_l1"), "causal_l1_ci": l1_ci, "rho": rho, "rho_ci": rho_ci,
+            "methods": methods}
+
+
+def method_verdict(name: str, rho: float, interval: dict[str, Any], uses_image: bool, lost: dict[str, int],
+                   scored: int) -> str:
+    """"<method> tracks causal importance" (the image is used and ρ > 0 with its interval above 0), "... does not
+    track ...", or "<method> does not apply: <why>" when no item has its map."""
+    if scored == 0:
+        reasons = [reason.removeprefix("map: ") for reason, _ in Counter(lost).most_common(1)]
+        return f"{name} does not apply: {reasons[0] if reasons else 'no map'}"
+    tracks = uses_image and rho > 0 and interval["low"] > 0
+    return f"{name} {'tracks' if tracks else 'does not track'} causal importance"
 
 
 def lost_counts(records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from functools import cache, partial
 from typing import Any
 
 from pathbind_tasks.common import faithfulness_aggregations as fa
+from pathbind_tasks.common import faithfulness_methods as fmethods
 from pathbind_tasks.common import grounding_aggregations as ga
 from pathbind_tasks.common import pathview_aggregations as pv
 from pathbind_tasks.common import specificity_aggregations as sp
@@ -95,6 +96,8 @@ METRICS: tuple[Metric, ...] = (
     Metric("perm_tests", in_id_order(fa.permutation_tests), False, FAITHFULNESS),
     Metric("verdict", in_id_order(fa.verdict), True, FAITHFULNESS),
     Metric("faith_lost", fa.lost_counts, False, FAITHFULNESS),
+    Metric("attribution", in_id_order(fmethods.method_table), True, FAITHFULNESS),  # the seed's Tables 2 and 3
+    Metric("roi_deletion", in_id_order(fmethods.roi_deletion), True, FAITHFULNESS),
     # PathView-Bench (records: pathbind_tasks.common.pathview)
     Metric("dice", pv.dice, True, ("pathview_grounding",)),
     Metric("accuracy", pv.accuracy, True, ("pathview_choice",)),
