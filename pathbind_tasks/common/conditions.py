@@ -2,7 +2,8 @@
 
 Conditions: ``image`` (original), ``text`` (no image; same prompt and answer format), ``blank`` (a white
 image of the same size), ``swap_same`` / ``swap_cross`` (the image of an item on another image (cluster) from
-the same / a different subset, drawn with a fixed seed), ``blur_<sigma>`` (Gaussian blur, sigma 2, 4, 8, 16 pixels).
+the same / a different subset, drawn with a fixed seed), ``blur_<sigma>`` (Gaussian blur, sigma 2, 4, 8, 16 pixels),
+``paraphrase_<k>`` (the image, with the k-th rule-based paraphrase of the question, :mod:`paraphrase`).
 """
 
 from __future__ import annotations
@@ -20,16 +21,22 @@ from pathbind_tasks.common.clusters import with_clusters
 from pathbind_tasks.common.columns import column_values, with_column
 from pathbind_tasks.common.harness import task_name
 from pathbind_tasks.common.images import image_key, image_problem, max_pixels
+from pathbind_tasks.common.paraphrase import paraphrases
 
 ABLATION_CONDITIONS = ("blank", "swap_same", "swap_cross", "blur_2", "blur_4", "blur_8", "blur_16")
 WITH_AND_WITHOUT_IMAGE = ("image", "text")
 IMAGE_ONLY = ("image",)
 ABLATIONS = ("image", *ABLATION_CONDITIONS)
-# What a task variant runs, by name: the full set, the quick image-only pass, the image ablations.
-CONDITION_SETS = {"full": WITH_AND_WITHOUT_IMAGE, "image_only": IMAGE_ONLY, "ablation": ABLATIONS}
+PARAPHRASES = 3  # K: the seed asks each question in 3–5 paraphrases
+PARAPHRASE_CONDITIONS = tuple(f"paraphrase_{k}" for k in range(1, PARAPHRASES + 1))
+# What a task variant runs, by name: the full set, the quick image-only pass, the image ablations, and the question
+# reworded (with the text-only pass, for text-only consistency).
+CONDITION_SETS = {"full": WITH_AND_WITHOUT_IMAGE, "image_only": IMAGE_ONLY, "ablation": ABLATIONS,
+                  "paraphrase": (*WITH_AND_WITHOUT_IMAGE, *PARAPHRASE_CONDITIONS)}
 SWAP_SEED = 20260101  # fixed: every model, run and process count sees the same replacement images
 
 NO_PARTNER = "no item of their subset on another image (cluster) to swap in"
+NO_PARAPHRASE = "fewer rule-based paraphrases of their question"
 
 Converter = Callable[[datasets.Dataset], datasets.Dataset]
 
@@ -47,16 +54,18 @@ def with_conditions(conditions: Sequence[str], convert: Converter | None = None)
     ``cluster_from``); elsewhere each shows its own, and the documents leave those columns out (every column costs
     each of lmms-eval's reads of a document).
     """
-    unknown = [c for c in conditions if c not in (*ABLATIONS, "text")]
+    unknown = [c for c in conditions if c not in (*ABLATIONS, "text") and not _paraphrase_number(c)]
     if unknown:
-        raise ValueError(f"unknown condition(s) {unknown}; known: text, {', '.join(ABLATIONS)}")
+        raise ValueError(f"unknown condition(s) {unknown}; known: text, {', '.join(ABLATIONS)}, paraphrase_<k>")
 
     def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
         with counting(dataset) as ledger:
             docs = convert(dataset) if convert else dataset
             docs = close(ledger, without_faults(with_readable_images(docs), "task " + str(task_name() or "?")))
         swaps = any(condition.startswith("swap_") for condition in conditions)
-        parts = [_condition(docs, condition, swaps) for condition in conditions]
+        reworded = any(_paraphrase_number(condition) for condition in conditions)
+        parts = [_reworded(docs, condition) if reworded else _condition(docs, condition, swaps)
+                 for condition in conditions]
         return item_by_item(parts)
 
     return process_docs
@@ -137,6 +146,32 @@ def _condition(docs: datasets.Dataset, condition: str, swaps: bool) -> tuple[dat
     swapped = tagged.remove_columns("image").add_column("image", images, feature=docs.features["image"])
     swapped = with_column(swapped, "image_from", [ids[p] for p in partners])
     return with_column(swapped, "cluster_from", [clusters[p] for p in partners]).select(items), items
+
+
+def _paraphrase_number(condition: str) -> int:
+    """k of a ``paraphrase_<k>`` condition, 0 for any other."""
+    number = condition.removeprefix("paraphrase_")
+    return int(number) if condition.startswith("paraphrase_") and number.isdigit() and int(number) > 0 else 0
+
+
+def _reworded(docs: datasets.Dataset, condition: str) -> tuple[datasets.Dataset, list[int]]:
+    """The documents of ``condition`` in a set with paraphrases, each naming the ``paraphrase`` rule of its question
+    ("" for the original wording); a ``paraphrase_<k>`` condition leaves out the items with fewer than k."""
+    tagged = with_column(docs, "condition", [condition] * len(docs))
+    k = _paraphrase_number(condition)
+    if not k:
+        return with_column(tagged, "paraphrase", [""] * len(docs)), list(range(len(docs)))
+    if "question" not in docs.column_names:
+        raise ValueError(f"condition {condition} rewords the field 'question', which the documents do not have "
+                         f"(columns: {', '.join(docs.column_names)})")
+    found = [paraphrases(str(question or ""), k) for question in column_values(docs, "question")]
+    items = [i for i, rewordings in enumerate(found) if len(rewordings) >= k]
+    if len(items) < len(docs):
+        logger.warning(f"task {task_name() or '?'}, condition {condition}: {len(docs) - len(items)} of {len(docs)} "
+                       f"items have {NO_PARAPHRASE} than {k}, so they have no {condition} answer")
+    chosen = [rewordings[k - 1] if len(rewordings) >= k else ("", "") for rewordings in found]
+    tagged = with_column(tagged.remove_columns("question"), "question", [text for _, text in chosen])
+    return with_column(tagged, "paraphrase", [rule for rule, _ in chosen]).select(items), items
 
 
 def subset_keys(docs: datasets.Dataset) -> list[str]:

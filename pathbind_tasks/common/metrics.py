@@ -19,6 +19,7 @@ from typing import Any
 from pathbind_tasks.common import faithfulness_aggregations as fa
 from pathbind_tasks.common import faithfulness_methods as fmethods
 from pathbind_tasks.common import grounding_aggregations as ga
+from pathbind_tasks.common import paraphrase_aggregations as pa
 from pathbind_tasks.common import pathview_aggregations as pv
 from pathbind_tasks.common import specificity_aggregations as sp
 from pathbind_tasks.common import vqa_aggregations as va
@@ -41,7 +42,8 @@ class Metric:
 
 
 # A VQA document's kind is its condition set (pathbind_tasks.common.conditions.CONDITION_SETS).
-VQA_FULL, VQA_IMAGE_ONLY, VQA_ABLATION = VQA = ("vqa_full", "vqa_image_only", "vqa_ablation")
+VQA_FULL, VQA_IMAGE_ONLY, VQA_ABLATION, VQA_PARAPHRASE = VQA = ("vqa_full", "vqa_image_only", "vqa_ablation",
+                                                                  "vqa_paraphrase")
 GROUNDING, FAITHFULNESS, SPECIFICITY = ("grounding",), ("faithfulness",), ("specificity",)
 PATHVIEW_ANSWERABLE = ("pathview_grounding", "pathview_choice", "pathview_bins", "pathview_count",
                        "pathview_description")
@@ -57,13 +59,17 @@ def _item_mean(mean: Callable[..., float], field: str) -> Aggregate:
 METRICS: tuple[Metric, ...] = (
     # VQA with and without the image, and under image ablations (records: vqa)
     Metric("acc_image", partial(va.condition_accuracy, condition="image"), True, VQA),
-    Metric("acc_text", partial(va.condition_accuracy, condition="text"), False, (VQA_FULL,)),
-    Metric("mg", va.mg, True, (VQA_FULL,)),
+    Metric("acc_text", partial(va.condition_accuracy, condition="text"), False, (VQA_FULL, VQA_PARAPHRASE)),
+    Metric("mg", va.mg, True, (VQA_FULL, VQA_PARAPHRASE)),
     Metric("invalid_rate", va.invalid_rate, False, VQA),
     Metric("by_dimension", va.by_dimension, True, (VQA_FULL, VQA_IMAGE_ONLY)),
     Metric("ci95", va.ci95, True, VQA),
     Metric("reliance", va.reliance, True, (VQA_FULL, VQA_ABLATION)),
     Metric("repeats", va.repeats, True, VQA),
+    # Paraphrase flips and text-only consistency (records: vqa, the paraphrase condition set)
+    Metric("flip_rate", pa.flip_rate, False, (VQA_PARAPHRASE,)),
+    Metric("text_consistency", pa.text_consistency, False, (VQA_PARAPHRASE,)),
+    Metric("paraphrase", in_id_order(pa.paraphrase), False, (VQA_PARAPHRASE,)),
     *(metric for condition in ABLATION_CONDITIONS for metric in (
         Metric(f"acc_{condition}", partial(va.condition_accuracy, condition=condition), False, (VQA_ABLATION,)),
         Metric(f"drop_{condition}", partial(va.accuracy_drop, condition=condition), True, (VQA_ABLATION,)))),

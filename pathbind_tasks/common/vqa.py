@@ -84,7 +84,8 @@ def question_problem(doc: dict[str, Any]) -> str:
 
 
 def condition_sets(convert: Converter | None = None) -> tuple[Converter, Converter, Converter]:
-    """The ``process_docs`` of the full, image-only and ablation variants of one data source."""
+    """The ``process_docs`` of the full, image-only and ablation variants of one data source (``vqa_docs(
+    "paraphrase", convert)`` gives its paraphrase variant)."""
     full, image_only, ablation = (vqa_docs(name, convert) for name in ("full", "image_only", "ablation"))
     return full, image_only, ablation
 
@@ -181,6 +182,8 @@ def process_results(doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
                               # a document without them shows its own image (a condition set without swaps)
                               "image_from": doc.get("image_from", item),
                               "cluster_from": doc.get("cluster_from", cluster)}
+    if doc.get("paraphrase"):  # the rule that reworded the question (the paraphrase condition set)
+        record["paraphrase"] = doc["paraphrase"]
     answers = every_response(results)
     record.update(_scored(doc, answers[0] if answers else "", record["id"]))
     if len(answers) > 1:
@@ -211,3 +214,4 @@ def _scored(doc: dict[str, Any], text: str, item: str) -> dict[str, Any]:
 
 # Ready-made process_docs for data already in the task schema (as the demo and PATHBIND_DATA copies are).
 full, image_only, ablation = condition_sets()
+paraphrase = vqa_docs("paraphrase")
