@@ -17,15 +17,21 @@ apply to a model (no layers, no gradients) gives its reason instead of a map; ev
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+from PIL import Image
+
+from pathbind.wire import Box, OcclusionRequest
+from pathbind_conventions import resample_to_grid
 from pathbind_models.adapter import Attribution
+from pathbind_models.rise import rise_map
 
 METHODS = ("attention", "rollout", "gradient_attention", "winsor_cam", "integrated_gradients", "rise")
 MODEL_METHODS = ("rollout", "gradient_attention", "winsor_cam", "integrated_gradients")  # adapter.attribution
 TOKENS = ("expression", "last")
+NOT_REQUESTED = "not requested: the run's attribution setting leaves raw attention out"
 OPTIONS = ("attribution", "attention_token", "attention_layers", "winsor_percentile")
 
 
@@ -84,6 +90,57 @@ class NotApplicable(Exception):
     """The method cannot be computed for this model (the reason is the message)."""
 
 
+def heat_maps(adapter: Any, image: Image.Image, request: OcclusionRequest, settings: AttributionSettings) -> tuple[
+        dict[str, np.ndarray | str], dict[str, dict[str, Any]], tuple[int, int], Box | None]:
+    """Each method's map on the request's grid (cells outside the model's view get none) or why it has none, what
+    each used, the attention's native grid and the model's view box (None: the whole image, or no map says)."""
+    maps: dict[str, np.ndarray | str] = {}
+    notes: dict[str, dict[str, Any]] = {}
+    native, view_box = (0, 0), None
+    for method in settings.methods:
+        try:
+            if method == "rise":
+                maps[method], notes[method] = rise_map(
+                    adapter, image, request.prompt, list(request.options), request.reference,
+                    masks=request.rise_masks, cells=request.rise_cells, grid=request.grid, seed=request.seed)
+                continue
+            found = (_attention(adapter, image, request, settings) if method == "attention"
+                     else model_attribution(adapter, method, image, request, settings))
+        except Exception as exc:  # scored without this method's measures; the reason is counted by the task
+            maps[method] = f"{type(exc).__name__}: {exc}"
+            continue
+        maps[method], notes[method] = on_grid(found, image, request.grid), found.notes
+        view_box = found.view_box if view_box is None else view_box
+        if method == "attention":
+            native = (int(found.map.shape[0]), int(found.map.shape[1]))
+    return maps, notes, native, view_box
+
+
+def _attention(adapter: Any, image: Image.Image, request: OcclusionRequest,
+               settings: AttributionSettings) -> Attribution:
+    """The raw attention of the chosen tokens over the chosen layers (a control's evidence map has neither)."""
+    layers = getattr(adapter, "decoder_layers", None)
+    if layers is None:
+        found = adapter.entity_attention(image, request.prompt, request.entity, layers="mid")
+        return Attribution(found.map, found.view_box, {"token": "none (the model's own evidence map)",
+                                                       "forwards": 1, "backwards": 0})
+    found = adapter.entity_attention(image, request.prompt, request.entity, layers=layer_spec(settings.layers,
+                                                                                              len(layers)),
+                                     token=settings.token)
+    token = "last prompt token" if settings.token == "last" else "expression tokens (max)"
+    return Attribution(found.map, found.view_box, {"token": token, "layers": found.layers, "forwards": 1,
+                                                   "backwards": 0})
+
+
+def on_grid(found: Attribution, image: Image.Image, grid: int) -> np.ndarray:
+    """A method's map resampled onto the request's G×G grid over the part of the image it covers."""
+    width, height = image.size
+    box = found.view_box
+    fractions = (0.0, 0.0, 1.0, 1.0) if box is None else (box[0] / width, box[1] / height, box[2] / width,
+                                                           box[3] / height)
+    return resample_to_grid(found.map, grid, fractions, image.size)
+
+
 def model_attribution(adapter: Any, method: str, image: Any, request: Any,
                       settings: AttributionSettings) -> Attribution:
     """A method computed from the model's own layers and gradients; NotApplicable for an adapter without them."""
@@ -91,8 +148,3 @@ def model_attribution(adapter: Any, method: str, image: Any, request: Any,
     if compute is None:
         raise NotApplicable(f"{type(adapter).__name__} exposes no layers or gradients, so {method} does not apply")
     return compute(method, image, request, settings)
-
-
-def notes_of(maps: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Each computed method's notes (what it used, what it cost)."""
-    return {name: dict(found.notes) for name, found in maps.items() if isinstance(found, Attribution)}

@@ -12,19 +12,17 @@ a seeded random order and in the order of each heat map the run computes (``path
 from __future__ import annotations
 
 from collections.abc import Iterator
+from itertools import chain
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
-from pathbind.wire import CURVE_KINDS, Box, OcclusionRequest, OcclusionResponse
-from pathbind_conventions import cell_edges, resample_to_grid
-from pathbind_models.adapter import Attribution
-from pathbind_models.attribution import AttributionSettings, layer_spec, model_attribution
-from pathbind_models.rise import rise_map
+from pathbind.wire import CURVE_KINDS, OcclusionRequest, OcclusionResponse
+from pathbind_conventions import cell_edges
+from pathbind_models.attribution import NOT_REQUESTED, AttributionSettings, heat_maps
 
 GREY = (128, 128, 128)
-NOT_REQUESTED = "not requested: the run's attribution setting leaves raw attention out"
 
 
 def answer(adapter: Any, image: Image.Image, request: OcclusionRequest,
@@ -36,16 +34,24 @@ def answer(adapter: Any, image: Image.Image, request: OcclusionRequest,
     grid, colour = request.grid, fill_colour(image, request.fill)
     maps, notes, native, view_box = heat_maps(adapter, image, request, settings)
     orders = curve_orders(maps, request.seed, grid)
-    masks = [*_single_cells(grid)]
+    masks = [np.zeros((grid, grid), bool), *_single_cells(grid)]  # the original image first
     names = [f"{kind}/{order}" for order in orders for kind in CURVE_KINDS]
     for name in names:
         kind, order = name.split("/")
         masks.extend(curve_masks(orders[order], grid, request.steps, kind))
+    # Every curve starts or ends at the original or the wholly hidden image: each distinct image is scored once.
+    distinct: dict[bytes, int] = {}
+    firsts: list[np.ndarray] = []
+    for mask in masks:
+        if distinct.setdefault(mask.tobytes(), len(firsts)) == len(firsts):
+            firsts.append(mask)
+    index = [distinct[mask.tobytes()] for mask in masks]
     pixels = rgb_pixels(image)  # converted once, not once per occluded copy
-    images: Iterator[Image.Image] = (image if m is None else occlude(pixels, m, colour) for m in [None, *masks])
+    images = (occlude(pixels, m, colour) if m.any() else image for m in firsts)
     hidden = (hide_box(pixels, box, colour) for box in request.rois.values())
-    scores = np.asarray(adapter.image_option_logprobs((*images, *hidden), request.prompt, list(request.options)),
+    scored = np.asarray(adapter.image_option_logprobs(chain(images, hidden), request.prompt, list(request.options)),
                         dtype=float)
+    scores = np.concatenate([scored[index], scored[len(firsts):]])
     cells, points = grid * grid, request.steps + 1
     curves: dict[str, np.ndarray | str] = {
         name: scores[1 + cells + i * points:1 + cells + (i + 1) * points] for i, name in enumerate(names)}
@@ -54,57 +60,6 @@ def answer(adapter: Any, image: Image.Image, request: OcclusionRequest,
     return OcclusionResponse(original=scores[0], text_only=_text_only(adapter, request), patches=scores[1:1 + cells],
                              attention=attention, attention_grid=native, curves=curves, view_box=view_box,
                              attributions=maps, attribution_notes=notes, rois=rois)
-
-
-def heat_maps(adapter: Any, image: Image.Image, request: OcclusionRequest, settings: AttributionSettings) -> tuple[
-        dict[str, np.ndarray | str], dict[str, dict[str, Any]], tuple[int, int], Box | None]:
-    """Each method's map on the request's grid (cells outside the model's view get none) or why it has none, what
-    each used, the attention's native grid and the model's view box (None: the whole image, or no map says)."""
-    maps: dict[str, np.ndarray | str] = {}
-    notes: dict[str, dict[str, Any]] = {}
-    native, view_box = (0, 0), None
-    for method in settings.methods:
-        try:
-            if method == "rise":
-                maps[method], notes[method] = rise_map(
-                    adapter, image, request.prompt, list(request.options), request.reference,
-                    masks=request.rise_masks, cells=request.rise_cells, grid=request.grid, seed=request.seed)
-                continue
-            found = (_attention(adapter, image, request, settings) if method == "attention"
-                     else model_attribution(adapter, method, image, request, settings))
-        except Exception as exc:  # scored without this method's measures; the reason is counted by the task
-            maps[method] = f"{type(exc).__name__}: {exc}"
-            continue
-        maps[method], notes[method] = on_grid(found, image, request.grid), found.notes
-        view_box = found.view_box if view_box is None else view_box
-        if method == "attention":
-            native = (int(found.map.shape[0]), int(found.map.shape[1]))
-    return maps, notes, native, view_box
-
-
-def _attention(adapter: Any, image: Image.Image, request: OcclusionRequest,
-               settings: AttributionSettings) -> Attribution:
-    """The raw attention of the chosen tokens over the chosen layers (a control's evidence map has neither)."""
-    layers = getattr(adapter, "decoder_layers", None)
-    if layers is None:
-        found = adapter.entity_attention(image, request.prompt, request.entity, layers="mid")
-        return Attribution(found.map, found.view_box, {"token": "none (the model's own evidence map)",
-                                                       "forwards": 1, "backwards": 0})
-    found = adapter.entity_attention(image, request.prompt, request.entity, layers=layer_spec(settings.layers,
-                                                                                              len(layers)),
-                                     token=settings.token)
-    token = "last prompt token" if settings.token == "last" else "expression tokens (max)"
-    return Attribution(found.map, found.view_box, {"token": token, "layers": found.layers, "forwards": 1,
-                                                   "backwards": 0})
-
-
-def on_grid(found: Attribution, image: Image.Image, grid: int) -> np.ndarray:
-    """A method's map resampled onto the request's G×G grid over the part of the image it covers."""
-    width, height = image.size
-    box = found.view_box
-    fractions = (0.0, 0.0, 1.0, 1.0) if box is None else (box[0] / width, box[1] / height, box[2] / width,
-                                                           box[3] / height)
-    return resample_to_grid(found.map, grid, fractions, image.size)
 
 
 def _single_cells(grid: int) -> Iterator[np.ndarray]:
