@@ -17,7 +17,7 @@ from pathbind_tasks.common.raw import (
     with_doc_error,
     yes_no,
 )
-from pathbind_tasks.common.vqa import condition_sets
+from pathbind_tasks.common.vqa import condition_sets, vqa_docs
 
 DATASET = "Path-VQA"
 COLUMNS = ("image", "question", "answer")
@@ -44,3 +44,4 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
 
 
 full, image_only, ablation = condition_sets(convert)
+paraphrase = vqa_docs("paraphrase", convert)

@@ -28,7 +28,7 @@ from pathbind_tasks.common.raw import (
     unique_ids,
     with_doc_error,
 )
-from pathbind_tasks.common.vqa import condition_sets, options_problem
+from pathbind_tasks.common.vqa import condition_sets, options_problem, vqa_docs
 
 COLUMNS = ("id", "image", "question", "options", "answer", "dimension", "source")
 FEATURES = with_doc_error(MCQ_FEATURES)
@@ -95,3 +95,4 @@ convert_vqa = make_converter("pathbind_vqa", "PathBind-VQA")
 convert_pta = make_converter("pathbind_pta", "PathBind-PTA")
 vqa_full, vqa_image_only, vqa_ablation = condition_sets(convert_vqa)
 pta_full, pta_image_only, pta_ablation = condition_sets(convert_pta)
+vqa_paraphrase, pta_paraphrase = vqa_docs("paraphrase", convert_vqa), vqa_docs("paraphrase", convert_pta)
