@@ -38,7 +38,8 @@ def build_report(run_dirs: list[Path], out: Path, *, pairs: str = "", overlays: 
     for stale in figures.glob("*.png") if figures.is_dir() else []:  # a reused --out: only this report's figures
         stale.unlink()
     sections = [_runs_section(runs), accounting_section(runs), vqa_section(runs), grounding_section(runs, figures),
-                overlay_section(runs, figures, overlays), pathview_section(runs), faithfulness_section(runs, figures),
+                overlay_section(runs, figures, overlays), pathview_section(runs),
+                faithfulness_section(runs, figures, overlays),
                 leakage_section(runs, audits or [], figures)]
     if chosen_pairs:
         sections.insert(4, pairs_section(chosen_pairs, figures))

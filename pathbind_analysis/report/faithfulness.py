@@ -1,10 +1,12 @@
-"""Causal faithfulness of heat maps: the metrics table and the two-axis plot."""
+"""Causal faithfulness of heat maps: the metrics table, the two-axis plot, the per-method tables and overlays."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
+from pathbind_analysis.report.attribution import attribution_tables
+from pathbind_analysis.report.attribution_overlays import attribution_overlays
 from pathbind_analysis.report.document import Cell, Figure, Note, Section, Table
 from pathbind_analysis.report.figures import colour, new_figure, save
 from pathbind_analysis.report.fmt import finite
@@ -14,7 +16,7 @@ X_METRIC = "attn_occlusion_rho"  # does attention rank patches as occluding them
 Y_METRIC = "causal_amim"  # share of the causal (occlusion) effect that falls inside the expert box
 
 
-def faithfulness_section(runs: list[Run], out: Path) -> Section:
+def faithfulness_section(runs: list[Run], out: Path, overlays: int = 0) -> Section:
     section = Section("Causal faithfulness of heat maps",
                       "A heat map is faithful only if the model uses the image and its attention tracks causal "
                       f"importance: right of ρ = 0 and high on the causal-mass axis. x: {X_METRIC}, y: {Y_METRIC}.")
@@ -24,6 +26,8 @@ def faithfulness_section(runs: list[Run], out: Path) -> Section:
         return section
     section.blocks.append(_table(runs, tasks))
     section.blocks.append(_two_axis_figure(runs, tasks, out))
+    section.blocks += attribution_tables(runs, tasks)
+    section.blocks += attribution_overlays(runs, tasks, out, overlays)
     unplaced = [f"{run.name} on {task} ({_verdict(run.results[task])})" for task in tasks for run in runs
                 if task in run.results and not _placed(run, task)]
     if unplaced:

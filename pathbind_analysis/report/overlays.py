@@ -174,7 +174,7 @@ def _panel(ax: Any, doc: dict[str, Any], item: ItemMap | None, model: str) -> No
             _heat(ax, heat, item.view_box)
     elif item is not None:
         title = f"{model}\nno map: {_wrap(item.problem, 30)}"
-    _box(ax, doc.get("bbox"))
+    draw_box(ax, doc.get("bbox"))
     ax.set_xlim(0, width)
     ax.set_ylim(height, 0)
     ax.set_title(title, fontsize=8)
@@ -196,7 +196,8 @@ def _heat(ax: Any, heat: np.ndarray, view_box: Sequence[float] | None) -> None:
                                linestyle="--", linewidth=1.0))
 
 
-def _box(ax: Any, bbox: Any) -> None:
+def draw_box(ax: Any, bbox: Any) -> None:
+    """The expert box in green."""
     from matplotlib.patches import Rectangle
 
     if bbox is not None and len(bbox) == 4:
