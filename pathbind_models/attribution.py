@@ -90,10 +90,12 @@ class NotApplicable(Exception):
     """The method cannot be computed for this model (the reason is the message)."""
 
 
-def heat_maps(adapter: Any, image: Image.Image, request: OcclusionRequest, settings: AttributionSettings) -> tuple[
-        dict[str, np.ndarray | str], dict[str, dict[str, Any]], tuple[int, int], Box | None]:
+def heat_maps(adapter: Any, image: Image.Image, request: OcclusionRequest, settings: AttributionSettings,
+              colour: tuple[int, int, int]) -> tuple[dict[str, np.ndarray | str], dict[str, dict[str, Any]],
+                                                    tuple[int, int], Box | None]:
     """Each method's map on the request's grid (cells outside the model's view get none) or why it has none, what
-    each used, the attention's native grid and the model's view box (None: the whole image, or no map says)."""
+    each used, the attention's native grid and the model's view box (None: the whole image, or no map says).
+    RISE hides with ``colour``, the request's fill, as the occlusion map does."""
     maps: dict[str, np.ndarray | str] = {}
     notes: dict[str, dict[str, Any]] = {}
     native, view_box = (0, 0), None
@@ -102,7 +104,8 @@ def heat_maps(adapter: Any, image: Image.Image, request: OcclusionRequest, setti
             if method == "rise":
                 maps[method], notes[method] = rise_map(
                     adapter, image, request.prompt, list(request.options), request.reference,
-                    masks=request.rise_masks, cells=request.rise_cells, grid=request.grid, seed=request.seed)
+                    masks=request.rise_masks, cells=request.rise_cells, grid=request.grid, seed=request.seed,
+                    colour=colour)
                 continue
             found = (_attention(adapter, image, request, settings) if method == "attention"
                      else model_attribution(adapter, method, image, request, settings))

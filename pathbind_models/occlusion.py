@@ -32,7 +32,7 @@ def answer(adapter: Any, image: Image.Image, request: OcclusionRequest,
     that cannot be computed is reported in the response with its reason, not raised."""
     settings = settings or AttributionSettings()
     grid, colour = request.grid, fill_colour(image, request.fill)
-    maps, notes, native, view_box = heat_maps(adapter, image, request, settings)
+    maps, notes, native, view_box = heat_maps(adapter, image, request, settings, colour)
     orders = curve_orders(maps, request.seed, grid)
     masks = [np.zeros((grid, grid), bool), *_single_cells(grid)]  # the original image first
     names = [f"{kind}/{order}" for order in orders for kind in CURVE_KINDS]

@@ -25,11 +25,11 @@ from pathbind_models.adapter import Attribution, layer_indices
 from pathbind_models.attribution import AttributionSettings, layer_spec
 from pathbind_models.hf import probe
 from pathbind_models.hf.patches import patch_token_means, pixel_token_sums
+from pathbind_models.occlusion import fill_colour
 
 if TYPE_CHECKING:
     from pathbind_models.hf.adapter import HFAdapter
 
-GREY = (128, 128, 128)  # the seed's mid-grey baseline
 Result = tuple[np.ndarray, dict[str, Any]]  # one value per image token, and what the method used and cost
 
 
@@ -212,16 +212,17 @@ def winsorized_weights(weights: np.ndarray, percentile: float) -> np.ndarray:
 # --- Integrated Gradients (Sundararajan, Taly & Yan 2017) with Captum ------------------------------------------------
 
 def integrated_gradients(target: Target, request: OcclusionRequest, settings: AttributionSettings) -> Result:
-    """Captum's ``IntegratedGradients`` of m over the processed pixels, from those of a mid-grey image of the same
-    size (the processor is affine in the pixels, so this is the straight path from the grey image), Gauss–Legendre
-    with ``ig_steps`` points, several steps per forward; each pixel's attribution summed over the image token it
-    falls in, the map its magnitude. Completeness: the attributions should sum to m(image) − m(grey); the gap is
-    reported."""
+    """Captum's ``IntegratedGradients`` of m over the processed pixels, from those of an image of the request's fill
+    colour and size (the image's mean colour, or mid-grey, the seed's baseline, with ``fill: grey``; the processor
+    is affine in the pixels, so this is the straight path from that image), Gauss–Legendre with ``ig_steps`` points,
+    several steps per forward; each pixel's attribution summed over the image token it falls in, the map its
+    magnitude. Completeness: the attributions should sum to m(image) − m(baseline); the gap is reported."""
     from captum.attr import IntegratedGradients
 
     adapter = target.adapter
     pixels = target.inputs["pixel_values"]
-    grey = adapter._encode([target.prompt], [[Image.new("RGB", target.image.size, GREY)]])["pixel_values"]
+    colour = fill_colour(target.image, request.fill)
+    baseline = adapter._encode([target.prompt], [[Image.new("RGB", target.image.size, colour)]])["pixel_values"]
     encoded: dict[int, dict[str, torch.Tensor]] = {}
 
     def margins(batch: torch.Tensor) -> torch.Tensor:  # (k, *pixels.shape): k copies of the image's pixels
@@ -233,14 +234,14 @@ def integrated_gradients(target: Target, request: OcclusionRequest, settings: At
     per_forward = adapter.images_per_backward(target.inputs["input_ids"].shape[1], target.option_ids)
     with _input_gradients(adapter.model):
         found, gap = IntegratedGradients(margins).attribute(
-            pixels[None], baselines=grey[None], n_steps=request.ig_steps, internal_batch_size=per_forward,
+            pixels[None], baselines=baseline[None], n_steps=request.ig_steps, internal_batch_size=per_forward,
             return_convergence_delta=True)
     with torch.inference_mode():
-        ends = margins(torch.stack([pixels, grey])).double().cpu().numpy()
+        ends = margins(torch.stack([pixels, baseline])).double().cpu().numpy()
     views = adapter.image_views(target.image, target.inputs)
     values = pixel_token_sums(found[0].detach().double().cpu().numpy(), views, len(target.image_positions))
     change = float(ends[0] - ends[1])
-    notes = {"steps": request.ig_steps, "baseline": "mid-grey (128, 128, 128)", "method": "gausslegendre",
+    notes = {"steps": request.ig_steps, "baseline": list(colour), "method": "gausslegendre",
              "margin": float(ends[0]), "baseline_margin": float(ends[1]), "completeness_gap": float(gap[0]),
              "relative_gap": abs(float(gap[0])) / abs(change) if change else float("nan"),
              "steps_per_forward": per_forward, "backwards": -(-request.ig_steps // per_forward)}

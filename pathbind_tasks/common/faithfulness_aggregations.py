@@ -141,35 +141,15 @@ def control_box_masses(records: list[dict[str, Any]]) -> dict[str, dict[str, flo
 def verdict(records: list[dict[str, Any]], *, uses_image_min: float = USES_IMAGE_MIN) -> dict[str, Any]:
     """The two axes of the paper's Figure 3: does the answer depend on the image (the lower 95% bound of
     ``causal_l1`` above ``uses_image_min``), and does attention track causal importance (mean ρ > 0 with its
-    95% interval above 0)? ``methods`` states the second for every heat map the run computed."""
+    95% interval above 0)? (``attribution`` states the second for every heat map the run computed.)"""
     l1_ci = _interval(records, _values(records, "causal_l1"))
-    uses = bool(l1_ci["low"] > uses_image_min)
     rho, rho_ci = mean(records, "attn_occlusion_rho"), _interval(records, _values(records, "attn_occlusion_rho"))
-    names = sorted({name for record in records for name in record.get("methods", {})})
-    methods = {}
-    for name in names:
-        found = [r.get("methods", {}).get(name, {}) for r in records]
-        values = np.asarray([m.get("rho", math.nan) for m in found], dtype=float)
-        lost = Counter(f"map: {m['lost']['map']}" for m in found if "map" in m.get("lost", {}))
-        methods[name] = method_verdict(name, mean([{"rho": v} for v in values], "rho"), _interval(records, values),
-                                       uses, dict(lost), sum(1 for m in found if m and "map" not in m.get("lost", {})))
+    uses = bool(l1_ci["low"] > uses_image_min)
     tracks = uses and bool(rho > 0 and rho_ci["low"] > 0)
     return {"image": "uses the image" if uses else "does not use the image",
             "attention": ("attention tracks causal importance" if tracks
                           else "attention does not track causal importance"),
-            "causal_l1": mean(records, "causal_l1"), "causal_l1_ci": l1_ci, "rho": rho, "rho_ci": rho_ci,
-            "methods": methods}
-
-
-def method_verdict(name: str, rho: float, interval: dict[str, Any], uses_image: bool, lost: dict[str, int],
-                   scored: int) -> str:
-    """"<method> tracks causal importance" (the image is used and ρ > 0 with its interval above 0), "... does not
-    track ...", or "<method> does not apply: <why>" when no item has its map."""
-    if scored == 0:
-        reasons = [reason.removeprefix("map: ") for reason, _ in Counter(lost).most_common(1)]
-        return f"{name} does not apply: {reasons[0] if reasons else 'no map'}"
-    tracks = uses_image and rho > 0 and interval["low"] > 0
-    return f"{name} {'tracks' if tracks else 'does not track'} causal importance"
+            "causal_l1": mean(records, "causal_l1"), "causal_l1_ci": l1_ci, "rho": rho, "rho_ci": rho_ci}
 
 
 def lost_counts(records: list[dict[str, Any]]) -> dict[str, Any]:

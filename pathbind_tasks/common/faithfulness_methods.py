@@ -24,11 +24,11 @@ from pathbind_tasks.common.clusters import cluster_keys
 
 # The seed's method order (Tables 2–3), then any other a plugin adds.
 ORDER = ("attention", "rollout", "gradient_attention", "winsor_cam", "integrated_gradients", "rise")
-# Tested measure -> (its null, or the record field of the random-order curve; whether "real above null" is better)
+# Tested measure -> its null: the method's own field, or the record's random-order curve (deletion: lower is better)
 TESTED = {"pointing_hit": "pointing_hit_null", "amim": "amim_null", "box_ap": "box_ap_null", "rho": "rho_null",
           "insertion_auc": "insertion_random", "deletion_auc": "deletion_random"}
 TABLE2 = ("pointing_hit", "amim", "box_ap")  # best per measure marked in the report
-WITHIN = 0.05  # Integrated Gradients' completeness: |gap| within 5% of m(image) − m(grey)
+WITHIN = 0.05  # Integrated Gradients' completeness: |gap| within 5% of m(image) − m(baseline)
 
 
 def method_table(records: list[dict[str, Any]], *, n_permutations: int = 10000, seed: int = 0) -> dict[str, Any]:
@@ -82,9 +82,20 @@ def _method(records: list[dict[str, Any]], name: str, keys: list[str], cluster: 
     causal = np.asarray([r.get("causal_amim", math.nan) for r in records], dtype=float) - values("amim")
     entry["causal_minus_amim"] = {"mean": _mean(causal), "ci": interval(causal), "d": fm.paired_cohens_d(causal),
                                   "p": rs.sign_flip_p(causal, keys, n_permutations=n_permutations, seed=seed)}
-    entry["verdict"] = fa.method_verdict(name, entry["rho"]["mean"], entry["rho"]["ci"], uses_image, entry["lost"],
+    entry["verdict"] = method_verdict(name, entry["rho"]["mean"], entry["rho"]["ci"], uses_image, entry["lost"],
                                       entry["n"])
     return entry
+
+
+def method_verdict(name: str, rho: float, interval: dict[str, Any], uses_image: bool, lost: dict[str, int],
+                   scored: int) -> str:
+    """"<method> tracks causal importance" (the image is used and ρ > 0 with its interval above 0), "... does not
+    track ...", or "<method> does not apply: <why>" when no item has its map."""
+    if scored == 0:
+        reasons = [reason.removeprefix("map: ") for reason, _ in Counter(lost).most_common(1)]
+        return f"{name} does not apply: {reasons[0] if reasons else 'no map'}"
+    tracks = uses_image and rho > 0 and interval["low"] > 0
+    return f"{name} {'tracks' if tracks else 'does not track'} causal importance"
 
 
 def settings(notes: Any) -> dict[str, Any]:
@@ -96,14 +107,13 @@ def settings(notes: Any) -> dict[str, Any]:
             collected.setdefault(key, []).append(value)
     out: dict[str, Any] = {}
     for key, found in collected.items():
-        numbers = [v for v in found if isinstance(v, int | float) and not isinstance(v, bool)]
         distinct = list({repr(v): v for v in found}.values())
-        out[key] = distinct[0] if len(distinct) == 1 else (_mean(np.asarray(numbers, dtype=float)) if
-                                                            len(numbers) == len(found) else distinct)
+        numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in found)
+        out[key] = distinct[0] if len(distinct) == 1 else _mean(np.asarray(found, float)) if numeric else distinct
     if "relative_gap" in collected:
         gaps = np.asarray(collected["relative_gap"], dtype=float)
-        out["completeness_within_5pct"] = float(np.mean(gaps[np.isfinite(gaps)] <= WITHIN)) if np.isfinite(
-            gaps).any() else math.nan
+        gaps = gaps[np.isfinite(gaps)]
+        out["completeness_within_5pct"] = float(np.mean(gaps <= WITHIN)) if gaps.size else math.nan
     return out
 
 

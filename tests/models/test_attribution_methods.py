@@ -19,7 +19,7 @@ from pathbind_models.hf import attribution as hf
 from pathbind_models.hf.adapter import HFAdapter
 from pathbind_models.hf.patches import pixel_token_sums
 from pathbind_models.occlusion import answer
-from pathbind_models.rise import GREY, KEEP, cell_means, rise_map, smooth_mask
+from pathbind_models.rise import KEEP, cell_means, rise_map, smooth_mask
 
 QUESTION = "Is there nuclei with prominent nucleoli in this image? Answer Yes or No."
 ENTITY = "nuclei with prominent nucleoli"
@@ -85,10 +85,11 @@ def test_gradient_attention_equals_eager_gradients(adapter, token):
 
 def test_integrated_gradients_equals_a_hand_integral_and_is_complete(adapter):
     """Captum's IG per image token equals a 128-point midpoint integral of ∂m/∂pixels from the mid-grey image
-    (taken by hand with autograd); the attributions sum to m(image) − m(grey) within 5%."""
+    (``fill: grey``, the seed's baseline; taken by hand with autograd); the attributions sum to m(image) − m(grey)
+    within 5%."""
     image = noise(2)
     target = hf._target(adapter, image, request(), "expression")
-    values, notes = hf.integrated_gradients(target, request(ig_steps=64), AttributionSettings())
+    values, notes = hf.integrated_gradients(target, request(ig_steps=64, fill="grey"), AttributionSettings())
     pixels = target.inputs["pixel_values"]
     grey = adapter._encode([target.prompt], [[Image.new("RGB", image.size, (128, 128, 128))]])["pixel_values"]
     total = torch.zeros_like(pixels)
@@ -102,6 +103,7 @@ def test_integrated_gradients_equals_a_hand_integral_and_is_complete(adapter):
     change = notes["margin"] - notes["baseline_margin"]
     assert abs(change) > 1e-3
     assert abs(hand.sum() - change) <= 0.05 * abs(change) and notes["relative_gap"] <= 0.05
+    assert notes["baseline"] == [128, 128, 128]
     assert np.abs(values - np.abs(hand)).max() <= 0.05 * np.abs(hand).max()
 
 
@@ -151,19 +153,20 @@ def test_rise_equals_a_brute_force_average_of_its_masks():
     """At N = 12 the map equals Σ (m_i − m̄) M_i / (N p) over the same masks, computed pixel by pixel; at N = 300
     it finds the square the model reads."""
     image = Image.fromarray(np.full((48, 48, 3), 200, dtype=np.uint8))
-    found, notes = rise_map(RedSquare(), image, "q", ["Yes", "No"], 0, masks=12, cells=3, grid=4, seed=5)
+    grey = (128, 128, 128)
+    found, notes = rise_map(RedSquare(), image, "q", ["Yes", "No"], 0, masks=12, cells=3, grid=4, seed=5, colour=grey)
     rng = np.random.default_rng(5)
     masks = [smooth_mask(rng, 3, (48, 48)) for _ in range(12)]
     pixels = np.asarray(image, dtype=float)
     margins = []
     for mask in masks:
-        shown = np.rint(pixels * mask[..., None] + GREY * (1 - mask[..., None]))
+        shown = np.rint(pixels * mask[..., None] + np.array(grey) * (1 - mask[..., None]))
         margins.append(shown[:24, :24, 0].mean() / 255)
     saliency = sum((m - np.mean(margins)) * mask for m, mask in zip(margins, masks, strict=True)) / (12 * KEEP)
     expected = saliency.reshape(4, 12, 4, 12).mean(axis=(1, 3))
     assert np.allclose(found, expected, atol=1e-12) and notes["masks"] == 12
     assert np.allclose(cell_means(saliency, 4), expected)
-    many, _ = rise_map(RedSquare(), image, "q", ["Yes", "No"], 0, masks=300, cells=3, grid=4, seed=1)
+    many, _ = rise_map(RedSquare(), image, "q", ["Yes", "No"], 0, masks=300, cells=3, grid=4, seed=1, colour=grey)
     assert many[:2, :2].min() > many[2:, 2:].max()
     assert all(m.min() >= 0 and m.max() <= 1 for m in masks) and abs(np.mean(masks) - KEEP) < 0.1
 
