@@ -149,5 +149,5 @@ def model_attribution(adapter: Any, method: str, image: Any, request: Any,
     """A method computed from the model's own layers and gradients; NotApplicable for an adapter without them."""
     compute = getattr(adapter, "attribution", None)
     if compute is None:
-        raise NotApplicable(f"{type(adapter).__name__} exposes no layers or gradients, so {method} does not apply")
+        raise NotApplicable(f"{type(adapter).__name__} exposes no layers or gradients")
     return compute(method, image, request, settings)
