@@ -23,14 +23,14 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from pathbind.wire import Box, OcclusionRequest
+from pathbind.wire import LAYER_SETS, Box, OcclusionRequest
 from pathbind_conventions import resample_to_grid
 from pathbind_models.adapter import Attribution
 from pathbind_models.rise import rise_map
 
 METHODS = ("attention", "rollout", "gradient_attention", "winsor_cam", "integrated_gradients", "rise")
 MODEL_METHODS = ("rollout", "gradient_attention", "winsor_cam", "integrated_gradients")  # adapter.attribution
-TOKENS = ("expression", "last")
+TOKENS = {"expression": "expression tokens (max)", "last": "last prompt token"}  # setting -> what the notes say
 NOT_REQUESTED = "not requested: the run's attribution setting leaves raw attention out"
 OPTIONS = ("attribution", "attention_token", "attention_layers", "winsor_percentile")
 
@@ -76,11 +76,12 @@ class AttributionSettings:
 def layer_spec(spec: str, count: int) -> str | list[int]:
     """A layer-set name (see ``pathbind_models.adapter.layer_indices``) or the layers of an inclusive ``A-B`` range,
     checked against ``count`` decoder layers."""
-    if "-" not in spec:
+    if spec in LAYER_SETS:
         return spec
     low, _, high = spec.partition("-")
     if not (low.strip().isdigit() and high.strip().isdigit()) or int(low) > int(high):
-        raise ValueError(f"attention_layers={spec!r} is neither a layer set (shallow, mid, deep, all) nor a range A-B")
+        raise ValueError(f"attention_layers={spec!r} is neither a layer set ({', '.join(LAYER_SETS)}) nor a range "
+                         "A-B of decoder layers")
     if int(high) >= count:
         raise ValueError(f"attention_layers={spec}: the model has {count} decoder layers (0-{count - 1})")
     return list(range(int(low), int(high) + 1))
@@ -130,9 +131,8 @@ def _attention(adapter: Any, image: Image.Image, request: OcclusionRequest,
     found = adapter.entity_attention(image, request.prompt, request.entity, layers=layer_spec(settings.layers,
                                                                                               len(layers)),
                                      token=settings.token)
-    token = "last prompt token" if settings.token == "last" else "expression tokens (max)"
-    return Attribution(found.map, found.view_box, {"token": token, "layers": found.layers, "forwards": 1,
-                                                   "backwards": 0})
+    return Attribution(found.map, found.view_box, {"token": TOKENS[settings.token], "layers": found.layers,
+                                                   "forwards": 1, "backwards": 0})
 
 
 def on_grid(found: Attribution, image: Image.Image, grid: int) -> np.ndarray:

@@ -22,7 +22,7 @@ from PIL import Image
 
 from pathbind.wire import OcclusionRequest
 from pathbind_models.adapter import Attribution, layer_indices
-from pathbind_models.attribution import AttributionSettings, layer_spec
+from pathbind_models.attribution import TOKENS, AttributionSettings, layer_spec
 from pathbind_models.hf import probe
 from pathbind_models.hf.patches import patch_token_means, pixel_token_sums
 from pathbind_models.occlusion import fill_colour
@@ -43,7 +43,8 @@ class Target:
     inputs: dict[str, torch.Tensor]
     option_ids: list[list[int]]
     reference: int
-    rows: list[int]  # the chosen token positions
+    token: str  # which tokens were chosen (pathbind_models.attribution.TOKENS)
+    rows: list[int]  # their positions
     image_positions: np.ndarray
 
     def margin(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
@@ -75,8 +76,8 @@ def _target(adapter: HFAdapter, image: Image.Image, request: OcclusionRequest, t
     ids = inputs["input_ids"][0].cpu().numpy()
     rows = ([len(ids) - 1] if token == "last"
             else adapter._entity_positions(prompt, ids, request.prompt, request.entity))
-    return Target(adapter, image, prompt, inputs, adapter._option_ids(list(request.options)), request.reference, rows,
-                  np.flatnonzero(ids == adapter.config.image_token_id))
+    return Target(adapter, image, prompt, inputs, adapter._option_ids(list(request.options)), request.reference, token,
+                  rows, np.flatnonzero(ids == adapter.config.image_token_id))
 
 
 @contextmanager
@@ -98,11 +99,6 @@ def _with_pixel_gradients(inputs: dict[str, torch.Tensor]) -> dict[str, torch.Te
     return {**inputs, "pixel_values": inputs["pixel_values"].detach().clone().requires_grad_(True)}
 
 
-def _tokens(target: Target) -> str:
-    return "last prompt token" if len(target.rows) == 1 and target.rows[0] == len(target.inputs["input_ids"][0]) - 1 \
-        else "expression tokens (max)"
-
-
 # --- attention rollout (Abnar & Zuidema 2020) ------------------------------------------------------------------------
 
 def rollout(target: Target, request: OcclusionRequest, settings: AttributionSettings) -> Result:
@@ -118,7 +114,7 @@ def rollout(target: Target, request: OcclusionRequest, settings: AttributionSett
     flow[np.arange(len(target.rows)), target.rows] = 1.0
     for layer in reversed(range(len(modules))):
         flow = 0.5 * flow @ record.rows_by_layer[layer][0].double().numpy() + 0.5 * flow
-    notes = {"token": _tokens(target), "layers": list(range(len(modules))), "backwards": 0}
+    notes = {"token": TOKENS[target.token], "layers": list(range(len(modules))), "backwards": 0}
     return flow[:, target.image_positions].max(axis=0), notes
 
 
@@ -143,7 +139,7 @@ def gradient_attention(target: Target, request: OcclusionRequest, settings: Attr
         product = (grad.sum(dim=0) * weight[0]).clamp(min=0).mean(dim=0)  # (tokens, keys)
         relevance.append(product[:, torch.as_tensor(target.image_positions, device=product.device)].detach().cpu())
     values = torch.stack(relevance).mean(dim=0).max(dim=0).values.double().numpy()
-    return values, {"token": _tokens(target), "layers": chosen, "backwards": 1}
+    return values, {"token": TOKENS[target.token], "layers": chosen, "backwards": 1}
 
 
 # --- Winsor-CAM (Wall et al. 2025) -----------------------------------------------------------------------------------

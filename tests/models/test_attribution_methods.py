@@ -181,6 +181,7 @@ def test_attribution_settings_from_model_args():
         AttributionSettings.pop_from({"attribution": "attention+gradcam"})
     with pytest.raises(ValueError, match="attention_token"):
         AttributionSettings(token="first")
-    with pytest.raises(ValueError, match="neither a layer set"):
-        AttributionSettings(layers="10-")
+    for wrong in ("10-", "middle", "20-10"):
+        with pytest.raises(ValueError, match="neither a layer set"):
+            AttributionSettings(layers=wrong)
     assert math.isfinite(AttributionSettings().winsor_percentile)
