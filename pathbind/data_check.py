@@ -307,13 +307,17 @@ def run_plan(plan: Plan) -> TaskReport:
     config = plan.config
     report = TaskReport(plan.task, str(plan.process_docs), str(config.get("test_split") or "test"))
     try:
-        dataset = load_like_lmms_eval(apply_data_root(config))
+        located = apply_data_root(config)
+        dataset = load_like_lmms_eval(located)
         report.splits = {str(name): len(rows) for name, rows in dataset.items()}
         if report.split not in dataset:
             raise ValueError(f"no split {report.split!r} (the task evaluates it); the data has "
                            f"{', '.join(report.splits) or 'none'}")
-        with running(RunningTask(plan.task, (config.get("dataset_kwargs") or {}).get("data_files"),
-                                 config.get("dataset_path"))) as task:
+        metadata = config.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        with running(RunningTask(plan.task, (located.get("dataset_kwargs") or {}).get("data_files"),
+                                 located.get("dataset_path"),
+                                 cluster=str(metadata.get("pathbind_cluster") or "image"))) as task:
             docs = _function(plan.process_docs)(dataset[report.split])
     except Exception as exc:
         report.error = f"{type(exc).__name__}: {exc}"
