@@ -25,7 +25,7 @@ from typing import Any
 from loguru import logger
 
 from pathbind.catalog import plugin_tasks, task_config
-from pathbind.data import DATA_ENV, DataLocationError, apply_data_root, data_name
+from pathbind.data import DATA_ENV, DataLocationError, apply_data_root, data_name, files_read
 from pathbind.faults import folder_fault
 from pathbind.layout import Layout
 from pathbind.lmms.running import Ledger, RunningTask, running
@@ -234,8 +234,10 @@ def layout_lines(folder: Path, plans_: list[Plan]) -> list[Line]:
     if not declared:
         return [*lines, Line(f"no published layout declared (LAYOUT in {', '.join(sorted(modules))}); files not "
                              "checked, only read")]
+    located = [files_read(plan.config, folder) for plan in plans_]
+    read = sorted({name for names in located if names is not None for name in names}) if all(located) else None
     for layout in declared:
-        found, missing = layout.compare(folder)
+        found, missing = layout.compare(folder, read)
         where = f"; see {layout.readme}" if layout.readme else ""
         if found:
             lines.append(Line(f"files found: {', '.join(found)}"))
