@@ -34,6 +34,7 @@ OUTSIDE = "is a path outside the data folder"
 NO_FOLDER = "is a file path, but the data has no folder to read it from"
 SEVERAL = "holds several images; the task shows one image per item"
 NOT_AN_IMAGE = "is neither an image nor a file name"
+NOT_BASE64_IMAGE = "holds base64 text that is no image"
 # What a base64 text must decode to, to be taken for an image: the signatures of the formats PIL reads here.
 SIGNATURES = (b"\x89PNG\r\n\x1a\n", b"\xff\xd8\xff", b"GIF87a", b"GIF89a", b"II*\x00", b"MM\x00*", b"BM", b"RIFF")
 _BASE64 = re.compile(r"(?:data:image/[\w.+-]+;base64,)?[A-Za-z0-9+/\s]{64,}={0,2}\s*")
@@ -80,8 +81,11 @@ class ImageFolder:
             return self.image(images[0] if images else None, field)
         if not isinstance(value, str):
             return None, Fault(f"field {field!r} {NOT_AN_IMAGE}", f"got a {type(value).__name__}")
-        encoded = base64_image(value)
-        if encoded is not None:
+        if _BASE64.fullmatch(value):  # base64 text, not a file name
+            encoded = base64_image(value)
+            if encoded is None:
+                return None, Fault(f"field {field!r} {NOT_BASE64_IMAGE}",
+                                   f"{len(value):,} characters: {_shown(value, 60)}")
             return {"bytes": encoded, "path": None}, None
         path, fault = self.file(value, field)
         return ({"bytes": None, "path": path} if path else None), fault
@@ -124,10 +128,10 @@ def base64_image(text: str) -> bytes | None:
     return data if data.startswith(SIGNATURES) else None
 
 
-def _shown(value: Any) -> str:
-    """A value as a message shows it: never more than 200 characters of it."""
+def _shown(value: Any, limit: int = 200) -> str:
+    """A value as a message shows it: never more than ``limit`` characters of it."""
     text = repr(value)
-    return text if len(text) <= 200 else f"{text[:197]}..."
+    return text if len(text) <= limit else f"{text[:limit - 3]}..."
 
 
 def data_folder() -> Path | None:

@@ -166,6 +166,23 @@ def test_an_image_over_the_pixel_limit_is_invalid_from_its_header(monkeypatch):
         max_pixels()
 
 
+def frames(fmt: str, count: int) -> bytes:
+    """A GIF or TIFF of ``count`` frames of different colours."""
+    images = [Image.new("RGB", (8, 6), (60 * n, 90, 200 - 60 * n)) for n in range(count)]
+    return encoded(images[0], fmt, save_all=True, append_images=images[1:])
+
+
+def test_an_image_of_several_frames_is_refused_and_one_of_one_frame_is_shown():
+    """Which frame of an animated GIF or a multi-page TIFF a model would see is never left unsaid: such an image is
+    a fault of the data, naming the format and the frame count; a one-frame GIF or TIFF is an image like any."""
+    docs = with_readable_images(image_docs([frames("GIF", 3), frames("TIFF", 2), frames("GIF", 1),
+                                            frames("TIFF", 1)], datasets.Image()))
+    faults = [Fault.read(value) for value in docs["image_error"]]
+    assert faults[:2] == [Fault("image has several frames", f"{fmt}, {n} frames; save the one to show as its own file")
+                          for fmt, n in (("GIF", 3), ("TIFF", 2))]
+    assert faults[2:] == [None, None] and doc_to_visual(docs[3])[0].size == (8, 6)
+
+
 def test_checking_a_huge_image_stays_far_below_4_gb(tmp_path):
     """Peak memory (ru_maxrss) of a process that builds, shows and scores the documents of such an item stays
     under 512 MiB (measured: about 170 MB): its RGB decoding alone would take 432 MB."""
