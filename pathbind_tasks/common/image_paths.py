@@ -173,12 +173,17 @@ def confine(docs: datasets.Dataset, images: ImageFolder, column: str = "image"
 
 def file_paths(docs: datasets.Dataset, column: str = "image") -> list[str | None]:
     """For each row of an image column of ``{bytes, path}``, its path when it has no bytes (None otherwise), read
-    through Arrow: the bytes are never copied."""
-    if not isinstance(docs.features[column], datasets.Image | dict):
+    through Arrow a batch at a time: the bytes are never converted, and few are held at once."""
+    feature = docs.features[column]
+    if not (isinstance(feature, datasets.Image) or (isinstance(feature, dict) and {"bytes", "path"} <= set(feature))):
         return [None] * len(docs)
-    images = docs.select_columns([column]).with_format("arrow")[:].column(column)
-    paths, stored = pc.struct_field(images, "path").to_pylist(), pc.is_valid(pc.struct_field(images, "bytes"))
-    return [None if has_bytes else path for path, has_bytes in zip(paths, stored.to_pylist(), strict=True)]
+    found: list[str | None] = []
+    for batch in docs.select_columns([column]).with_format("arrow").iter(batch_size=1024):
+        images = batch.column(column)
+        stored = pc.is_valid(pc.struct_field(images, "bytes")).to_pylist()
+        found += [None if has_bytes else path for path, has_bytes in
+                  zip(pc.struct_field(images, "path").to_pylist(), stored, strict=True)]
+    return found
 
 
 def embedded(feature: Any) -> bool:
