@@ -15,10 +15,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from conftest import BIN, run
+from conftest import BIN, data_check, run
 from source_data import jpeg, png, write_medxpert, write_pathmmu
-
-from pathbind.cli import main
 
 TASK = "pathbind_path_vqa_image"
 OUTSIDE = "field 'image' is a path outside the data folder"
@@ -28,12 +26,6 @@ OUTSIDE = "field 'image' is a path outside the data folder"
 def no_data_root(monkeypatch):
     """The check sets PATHBIND_DATA itself; none is inherited from the test environment."""
     monkeypatch.delenv("PATHBIND_DATA", raising=False)
-
-
-def data_check(capsys, *args: str) -> tuple[int, str]:
-    """``pathbind data check ARGS`` in this process: exit status and stdout."""
-    code = main(["data", "check", *args])
-    return code, capsys.readouterr().out
 
 
 def decoys(work: Path, names: list[str]) -> Path:
