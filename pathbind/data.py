@@ -54,7 +54,7 @@ def data_root() -> Path | None:
     value = os.environ.get(DATA_ENV)
     if not value:
         return None
-    root = Path(value).expanduser()
+    root = Path(value).expanduser().absolute()  # data files and image paths never follow a later working folder
     if not root.is_dir():
         found = "a file" if root.exists() else "nothing"
         raise DataOverrideError(f"{DATA_ENV}={value}: expected a folder with one folder per data set "

@@ -18,6 +18,8 @@ import pytest
 from conftest import BIN, data_check, run
 from source_data import jpeg, png, write_medxpert, write_pathmmu
 
+from pathbind.data import apply_data_root
+
 TASK = "pathbind_path_vqa_image"
 OUTSIDE = "field 'image' is a path outside the data folder"
 
@@ -268,3 +270,15 @@ def test_markup_and_several_images_are_data_faults_in_the_check(tmp_path, capsys
             "(first 'pad': '<|image_pad|>' in '<|image_pad|>')") in lines, out
     assert ("  [FAIL] pathbind_vqa_image: 1 row dropped: field 'image' holds several images; the task shows one "
             "image per item (first 'two': 2 images: ['2.png', '3.png'])") in lines, out
+
+
+def test_a_relative_pathbind_data_is_taken_from_the_folder_the_run_starts_in(tmp_path, monkeypatch):
+    """PATHBIND_DATA=data/ names the folder once, absolutely: image paths then resolve in it whatever folder the
+    process is in when it reads them."""
+    (tmp_path / "data" / "path_vqa").mkdir(parents=True)
+    (tmp_path / "data" / "path_vqa" / "test.jsonl").write_text(json.dumps(ROWS[0]) + "\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("PATHBIND_DATA", "data/")
+    config = apply_data_root({"task": TASK, "dataset_path": "flaviagiammarino/path-vqa",
+                              "metadata": {"pathbind_data": "path_vqa"}})
+    assert config["dataset_kwargs"]["data_files"] == {"test": str(tmp_path / "data" / "path_vqa" / "test.jsonl")}
