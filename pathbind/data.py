@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pathbind.text_files import TEXT_SUFFIXES, text_file_problem
+
 DATA_ENV = "PATHBIND_DATA"
 HUB_ENV_PREFIX = "PATHBIND_HUB_"
 HUB_REVISION_ENV_PREFIX = "PATHBIND_HUB_REVISION_"
@@ -52,7 +54,7 @@ def data_root() -> Path | None:
     value = os.environ.get(DATA_ENV)
     if not value:
         return None
-    root = Path(value).expanduser()
+    root = Path(value).expanduser().absolute()  # data files and image paths never follow a later working folder
     if not root.is_dir():
         found = "a file" if root.exists() else "nothing"
         raise DataOverrideError(f"{DATA_ENV}={value}: expected a folder with one folder per data set "
@@ -132,6 +134,20 @@ def _hub_location(config: dict[str, Any], name: str) -> dict[str, Any] | None:
     return located
 
 
+def files_read(config: dict[str, Any], folder: Path) -> list[str] | None:
+    """The files of ``folder`` a run of the task reads as its data (relative names; ``["a save_to_disk copy"]`` for
+    one), None when it would read none (the task's own error says why)."""
+    try:
+        location = _located(config, folder)
+    except DataLocationError:
+        return None
+    if location["dataset_kwargs"].get("load_from_disk") or location["dataset_path"] == "arrow":
+        return ["a save_to_disk copy"]
+    files = (location["dataset_kwargs"].get("data_files") or {}).values()
+    return sorted({os.path.relpath(path, folder) for group in files for path in ([group] if isinstance(group, str)
+                                                                                 else group)})
+
+
 def _local_location(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     location = _located(config, folder)
     for split, paths in (location["dataset_kwargs"].get("data_files") or {}).items():
@@ -141,12 +157,15 @@ def _local_location(config: dict[str, Any], folder: Path) -> dict[str, Any]:
 
 
 def _require_rows(path: Path, config: dict[str, Any], split: str) -> None:
-    """An empty or unreadable parquet file is an error naming it (datasets' loader fails without naming it)."""
+    """An empty or unreadable data file is an error naming it, the line and the cause (datasets' loader fails
+    without naming them): a parquet file's metadata, a text file's encoding and syntax (:mod:`text_files`)."""
     import pyarrow.parquet as pq  # here: the seam imports this module at lmms-eval's start
 
+    where = f"{DATA_ENV}: {path} (split {split!r} of task {config.get('task')!r})"
+    if path.suffix in TEXT_SUFFIXES and path.is_file() and (problem := text_file_problem(path)):
+        raise DataOverrideError(f"{where}: {problem}")
     if path.suffix != ".parquet" or not path.is_file():
         return
-    where = f"{DATA_ENV}: {path} (split {split!r} of task {config.get('task')!r})"
     try:
         rows = pq.ParquetFile(path).metadata.num_rows
     except Exception as exc:  # pyarrow's errors do not name the file

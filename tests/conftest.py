@@ -169,6 +169,14 @@ def limited_blind(shared_lmms_eval):
                             "pathbind_demo_grounding", "--limit", "8")
 
 
+def data_check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """``pathbind data check ARGS`` in this process: exit status and stdout."""
+    from pathbind.cli import main
+
+    code = main(["data", "check", *args])
+    return code, capsys.readouterr().out
+
+
 def metric(results: dict[str, Any], task: str, name: str) -> float:
     return results["results"]["results"][task][f"{name},none"]
 

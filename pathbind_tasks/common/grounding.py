@@ -22,6 +22,7 @@ from pathbind_tasks.common import box_rows
 from pathbind_tasks.common import grounding_records as gr
 from pathbind_tasks.common.accounting import close, counting
 from pathbind_tasks.common.failures import response_scorer
+from pathbind_tasks.common.image_paths import ImageFolder
 from pathbind_tasks.common.images import rgb_image
 from pathbind_tasks.common.raw import require
 
@@ -31,13 +32,14 @@ COLUMNS = ("id", "image", "expression", "bbox", "width", "height", "split")
 ADDED = ("alternatives", "image_error", "doc_error")  # columns process_docs computes
 
 
-def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
-    """Check the schema, every image and every row, then draw each item's alternative expressions."""
+def process_docs(dataset: datasets.Dataset, *, images: ImageFolder | None = None) -> datasets.Dataset:
+    """Check the schema, every image (its path read by the image-path rule in ``images``, by default the task's
+    data folder) and every row, then draw each item's alternative expressions."""
     dataset = box_rows.replace_added(dataset, ADDED, "grounding")
     require(dataset.column_names, COLUMNS, dataset="grounding", folder="pathbind_grounding")
     box_rows.require_rows(dataset, "grounding")
     with counting(dataset) as ledger:
-        docs = box_rows.checked(dataset, "grounding")
+        docs = box_rows.checked(dataset, "grounding", images)
         alternatives = draw_alternatives(list(docs["expression"]), list(docs["split"]))
         return close(ledger, docs.add_column("alternatives", alternatives))
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from loguru import logger
 
+from pathbind.faults import Fault
 from pathbind_conventions import REFUSAL_FORM
 from pathbind_metrics.pathview import box_dice, box_problem, entity_recall, to_pixels
 from pathbind_metrics.pathview_parsing import parse_boxes, parse_count, parse_entities, parse_option
@@ -89,10 +90,10 @@ def scorer(judge: Judge, kind: str) -> Callable[[dict[str, Any], list[str]], dic
                                   "reference": None, "parsed": None, "reason": "", "box_frame": doc.get("box_frame"),
                                   "box_pixels": None}
         try:
-            problem = doc.get("doc_error") or doc.get("image_error")
+            problem = Fault.read(doc.get("doc_error")) or Fault.read(doc.get("image_error"))
             if problem:
                 logger.warning(f"doc {record['id']}: cannot score ({problem})")
-                raise Unreadable(problem)
+                raise Unreadable(str(problem))
             record["reference"] = _reference(doc)
             failure = no_answer_reason(text)  # empty, or the model's or backend's failure
             if failure:

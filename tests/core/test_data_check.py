@@ -116,7 +116,8 @@ def test_a_missing_image_folder_is_named_and_each_item_without_its_image(tmp_pat
     (folder / "images").rmdir()
     code, out, _ = data_check(capsys, "medxpert_path", str(folder))
     assert code == 1
-    assert f"  [FAIL] missing: images/ (expected in {folder}; see pathbind_tasks/medxpert_path/README.md)" in out
+    assert (f"  [FAIL] missing: images/ or images.zip (expected in {folder}; see "
+            "pathbind_tasks/medxpert_path/README.md)") in out
     failure = next(line for line in out.splitlines() if "the task would fail" in line)
     assert failure.startswith("  [FAIL] pathbind_medxpert_path_image: the task would fail: ValueError: ")
     assert f"image file not found: 2 (first 'MM-1': {folder}/images/MM-1-a.jpeg)" in failure

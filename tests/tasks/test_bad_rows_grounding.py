@@ -16,6 +16,7 @@ import pytest
 from conftest import BIN, lmms_eval, metric, run
 from PIL import Image
 
+from pathbind.faults import Fault
 from pathbind.lmms.running import running_task as running_task_now
 from pathbind.wire import AttentionResponse
 from pathbind_tasks.common import box_rows, faithfulness, grounding
@@ -119,7 +120,7 @@ def test_bad_fields_and_a_size_that_is_not_the_images_are_data_faults_not_lost_i
 ])
 def test_each_unusable_field_is_named(field, value, reason):
     row = {"expression": "gland", "bbox": [0, 0, 8, 8], "width": 64, "height": 32, field: value}
-    assert box_rows.box_problem(row, (64, 32)) == reason
+    assert str(box_rows.box_problem(row, (64, 32))) == reason
 
 
 def test_an_exif_rotated_image_is_measured_as_datasets_decodes_it():
@@ -171,7 +172,7 @@ def test_pathview_sizes_that_are_not_whole_int32_pixels_or_not_the_images_are_na
     """The converter names each row's fault (process_docs then drops it); the scorer, total for documents that
     did not come through process_docs, scores such a document invalid with that reason."""
     docs = converter("grounding")(datasets.Dataset.from_list(pathview_rows()).cast_column("image", datasets.Image()))
-    assert list(docs["doc_error"]) == PATHVIEW_REASONS
+    assert [str(Fault.read(value) or "") for value in docs["doc_error"]] == PATHVIEW_REASONS
     records = [scoring.score_grounding(without_image(doc), ["<answer>[1, 1, 20, 20]</answer>"])["dice"] for doc in docs]
     assert [r["outcome"] for r in records] == ["answered", "invalid", "invalid", "invalid", "invalid", "answered"]
     assert records[4]["reason"] == PATHVIEW_REASONS[4]

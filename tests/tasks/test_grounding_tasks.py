@@ -156,7 +156,7 @@ def test_pathvg_expressions_expand_one_item_each_and_faults_are_named():
     assert [(i["id"], i["expression"]) for i in items] == [
         ("testB-5-0", "a"), ("testB-5-1", "b"), ("testB-6-0", "c"), ("testB-7-0", None), ("testB-8-0", None),
         ("testB-9-0", None)]
-    assert [i["doc_error"] for i in items[3:]] == ["field 'expression' is an empty list (got [])",
+    assert [str(i["doc_error"]) for i in items[3:]] == ["field 'expression' is an empty list (got [])",
                                                    "field 'expression' is a int, not text (got 3)",
                                                    "field 'expression' is a dict, not text (got {'t': 1})"]
 
