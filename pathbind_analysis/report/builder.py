@@ -37,9 +37,9 @@ def build_report(run_dirs: list[Path], out: Path, *, pairs: str = "", overlays: 
     figures = out / "figures"
     for stale in figures.glob("*.png") if figures.is_dir() else []:  # a reused --out: only this report's figures
         stale.unlink()
-    sections = [_runs_section(runs), accounting_section(runs), vqa_section(runs), grounding_section(runs, figures),
-                overlay_section(runs, figures, overlays), pathview_section(runs), faithfulness_section(runs, figures),
-                leakage_section(runs, audits or [], figures)]
+    sections = [_runs_section(runs), accounting_section(runs), vqa_section(runs, figures),
+                grounding_section(runs, figures), overlay_section(runs, figures, overlays), pathview_section(runs),
+                faithfulness_section(runs, figures), leakage_section(runs, audits or [], figures)]
     if chosen_pairs:
         sections.insert(4, pairs_section(chosen_pairs, figures))
     write_markdown(sections, TITLE, out / "report.md")
