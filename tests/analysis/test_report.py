@@ -76,6 +76,17 @@ def test_grounding_table_and_notes(report):
 
 
 @pytest.mark.slow
+def test_overlap_controls_section_gives_each_model_its_verdict(report):
+    """Seed 004's controls: the control's attention beats the three control boxes; the blind one's beats none."""
+    markdown = (report / "report.md").read_text()
+    assert ("pathbind_control on pathbind_demo_grounding: the true box beats all three controls (Holm p ≤ 0.05) in 1 "
+            "of 1 layer sets (no decoder layers: one map for every layer set) (mid)") in markdown
+    assert "pathbind_blind on pathbind_demo_grounding: the true box beats all three controls (Holm p ≤ 0.05) in 0 " \
+           "of 1 layer sets" in markdown
+    assert "| pathbind_control | mid | – | 40.0 |" in markdown  # a 10% mask inside a box of 25% of the image
+
+
+@pytest.mark.slow
 def test_html_is_self_contained_and_figures_exist(report):
     """No external URL in the HTML: every image is a data URI; each PNG the Markdown links exists and is non-empty."""
     page = (report / "index.html").read_text()
