@@ -7,10 +7,13 @@ import argparse
 import math
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pathbind.text_table import format_table
 from pathbind_analysis.json_report import output_problem, write_json_report
+
+if TYPE_CHECKING:
+    from pathbind_analysis.matched.external import External
 
 DEFAULT_MIN_SLIDES = 10
 
@@ -97,7 +100,8 @@ def analyse(pairs: list[tuple[Path, str]], *, metric: str = "correct", rule: str
             "notes": notes}
 
 
-def _model(run_dir: Path, external: Any, min_slides: int) -> dict[str, Any]:
+def _model(run_dir: Path, external: External, min_slides: int) -> dict[str, Any]:
+    """One model's comparison per Slide-FOV measure, with its overlap counts and notes."""
     from pathbind.lmms_output import sample_record, task_samples
     from pathbind_analysis.matched.measures import MEASURES, compare, pathview_task
     from pathbind_analysis.report.runs import load_runs

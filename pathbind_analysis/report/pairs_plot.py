@@ -3,6 +3,7 @@ recall on PathBind-Grounding, green when tuning raised it."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -186,7 +187,7 @@ def _delta(pair: tuple[float | None, float | None]) -> str:
 
 
 def _figure(pairs: list[tuple[Run, Run]], panels: list[Panel], out: Path) -> Figure:
-    figure = new_figure(3.2 * len(panels), 3.8)
+    figure = new_figure(3.4 * len(panels), 4.0)
     axes = figure.subplots(1, len(panels), squeeze=False)[0]
     for ax, panel in zip(axes, panels, strict=True):
         for (general, tuned), (general_run, tuned_run) in zip(panel.values, pairs, strict=True):
@@ -199,8 +200,8 @@ def _figure(pairs: list[tuple[Run, Run]], panels: list[Panel], out: Path) -> Fig
                             fontsize=7, va="center", ha=align)
         ax.set_xticks([0, 1], ["general", "tuned"])
         ax.set_xlim(-1.0, 2.1)  # room for the model names at both ends
-        tasks = sorted({task for used in panel.tasks for task in used})
-        ax.set_title(f"({panel.key}) {panel.title}\n{', '.join(tasks)}", fontsize=8)
+        tasks = "\n".join(textwrap.wrap(", ".join(sorted({task for used in panel.tasks for task in used})), 40))
+        ax.set_title(f"({panel.key}) {panel.title}\n{tasks}", fontsize=8)
         ax.set(ylabel=panel.unit)
     figure.suptitle("General → pathology-tuned")
     return Figure(save(figure, out / "pairs.png"), "Figure 4 form: each line joins a general model (left) to its tuned "

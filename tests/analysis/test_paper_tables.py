@@ -46,7 +46,8 @@ def test_table_1_has_a_column_per_benchmark_the_average_and_chance_per_option_co
     Avg., said in a note."""
     samples = {"pathbind_path_vqa": items([2, 2]), "pathbind_medxpert_path": items([5, 5, 5]),
                "pathbind_omnimed_bright": items([4, 2])}
-    write_run(tmp_path / "a", "model_a", {"pathbind_medxpert_path": vqa(30.0, 20.0), "pathbind_path_vqa": vqa(60.0, 50.0),
+    write_run(tmp_path / "a", "model_a", {"pathbind_medxpert_path": vqa(30.0, 20.0),
+                                          "pathbind_path_vqa": vqa(60.0, 50.0),
                                           "pathbind_omnimed_bright": vqa(69.0, 60.0)}, samples)
     write_run(tmp_path / "b", "model_b", {"pathbind_path_vqa": vqa(55.0, 52.0)})
     build_report([tmp_path / "a", tmp_path / "b"], tmp_path / "out", overlays=0)
