@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Container, Iterable, Sequence
+from collections.abc import Collection, Container, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -148,3 +148,33 @@ def _interval(estimates: np.ndarray, level: float) -> dict[str, float]:
     tail = 100 * (1 - level) / 2
     low, high = np.percentile(estimates, [tail, 100 - tail])
     return {"ci_low": float(low), "ci_high": float(high)}
+
+
+def site_folds(site_sizes: Mapping[str, int], folds: int = 0) -> dict[str, int]:
+    """Each site's fold (0, 1, …) in a site-disjoint split: every slide of a site lies in one fold, so no tissue
+    source site straddles a train/test boundary (leave-site-out cross-validation).
+
+    ``folds=0`` gives every site its own fold (leave-one-site-out). Otherwise the sites, largest first (ties by
+    name), each join the fold with the fewest slides so far (ties: the lowest fold), so the folds' sizes differ by at
+    most the largest site's. Deterministic: it depends on the sizes alone.
+
+    Examples
+    --------
+    >>> site_folds({"A2": 5, "BH": 4, "E2": 3, "AR": 1}, folds=2)
+    {'A2': 0, 'BH': 1, 'E2': 1, 'AR': 0}
+    >>> site_folds({"A2": 5, "BH": 4})
+    {'A2': 0, 'BH': 1}
+    """
+    ordered = sorted(site_sizes, key=lambda site: (-site_sizes[site], site))
+    if folds == 0:
+        return {site: fold for fold, site in enumerate(ordered)}
+    if not 1 <= folds <= len(ordered):
+        raise ValueError(f"{folds} folds of {len(ordered)} sites: each fold needs a site of its own (at most "
+                         f"{len(ordered)} folds; 0 for one fold per site)")
+    sizes = [0] * folds
+    assigned = {}
+    for site in ordered:
+        fold = min(range(folds), key=lambda f: (sizes[f], f))
+        assigned[site] = fold
+        sizes[fold] += site_sizes[site]
+    return {site: assigned[site] for site in site_sizes}

@@ -210,12 +210,12 @@ def _kind(context: str) -> str:
 def attention_response(request: AttentionRequest, answers: list[Any]) -> str:
     """The encoded response: each query's maps over the requested layer sets, or the reason it has none."""
     response = AttentionResponse(grid=(0, 0))
-    for attention in answers:
+    for query, attention in zip(request.queries, answers, strict=True):
         if isinstance(attention, Exception):
             response.maps.append(f"{type(attention).__name__}: {attention}")
             continue
         maps = {}
-        for name in request.layers:
+        for name in request.layers_of(query):
             maps[name], response.layers[name] = attention.layer_set_map(name)
         response.grid = tuple(attention.map.shape)  # type: ignore[assignment]
         response.view_box = attention.view_box

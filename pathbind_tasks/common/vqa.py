@@ -213,11 +213,19 @@ def _scored(doc: dict[str, Any], text: str, item: str) -> dict[str, Any]:
         failure = no_answer_reason(text)
         parsed = None if failure else parsed
         return {"reference": reference, "parsed": parsed, "valid": parsed is not None, "correct": parsed == reference,
-                "reason": failure or ("" if parsed is not None else "unparseable answer")}
+                "reason": failure or ("" if parsed is not None else "unparseable answer"),
+                "n_options": option_count(doc)}
     except Exception as exc:  # a malformed document is scored invalid, never fatal
         reason = scoring_failure(exc)
         logger.warning(f"doc {item}: cannot score ({reason})")
-        return {"reference": None, "parsed": None, "valid": False, "correct": False, "reason": reason}
+        return {"reference": None, "parsed": None, "valid": False, "correct": False, "reason": reason,
+                "n_options": None}
+
+
+def option_count(doc: dict[str, Any]) -> int:
+    """How many answers the item offers: its options, or yes and no. A uniform guess is right 1 / this often (the
+    chance row of the paper's tables averages it over each column's items: MedXpert-Path's five options give 20%)."""
+    return len(doc["options"]) if format_of(doc) == "mcq" else 2
 
 
 # Ready-made process_docs for data already in the task schema (as the demo and PATHBIND_DATA copies are).

@@ -56,7 +56,7 @@ FEATURES = datasets.Features({
     "boxes": datasets.List(datasets.List(datasets.Value("float64"))),
     "query_box": datasets.List(datasets.Value("float64")), "count": datasets.Value("int64"),
     "entities": datasets.List(TEXT), "width": datasets.Value("int32"), "height": datasets.Value("int32"),
-    "source": TEXT, "doc_error": FAULT, "box_frame": TEXT,
+    "source": TEXT, "slide_id": TEXT, "doc_error": FAULT, "box_frame": TEXT,
 })
 
 
@@ -176,7 +176,9 @@ def _document(row: dict[str, Any], kind: Kind, frame: str | None, image_size: tu
         "question": "", "answer_format": kind.answer_format, "trap": kind.trap,
         "answer": "", "options": [], "target": None if row.get("target") is None else str(row["target"]),
         "boxes": [], "query_box": [], "count": None, "entities": [], "width": None, "height": None,
-        "source": None if row.get("source") is None else str(row["source"]), "doc_error": None, "box_frame": frame,
+        "source": None if row.get("source") is None else str(row["source"]),
+        "slide_id": None if row.get("slide_id") is None else str(row["slide_id"]), "doc_error": None,
+        "box_frame": frame,
     }
     try:
         doc["question"] = shown_text(row.get("question"), "question")

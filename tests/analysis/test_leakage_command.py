@@ -193,3 +193,82 @@ def test_an_unknown_metric_lists_the_log_s_metrics(tmp_path):
                  "--samples", "vqa_samples.jsonl", "--metric", "acc")
     assert done.returncode == 1
     assert "no per-sample metric 'acc'; metrics in the log: exact_match, correct" in done.stderr
+
+
+def test_a_site_split_keeps_every_site_in_one_fold_and_places_no_unknown_id(tmp_path):
+    """--site-split alone: every TCGA entry of the inventory gets the fold of its site, siblings and re-spellings
+    of one slide together; ids without a barcode are in no fold, each with the reason; folds balance by slides."""
+    write_inventories(tmp_path)
+    done = audit(tmp_path, "--site-split", "A=corpus_a.txt", "--site-folds", "2", "--out", "split")
+    assert done.returncode == 0, done.stderr
+    with (tmp_path / "split" / "site_split_A.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 7
+    folds = {}
+    for row in rows:
+        if row["tss"]:
+            assert folds.setdefault(row["tss"], row["fold"]) == row["fold"]  # one fold per site
+        else:
+            assert row["fold"] == "" and row["reason"].startswith("no TCGA barcode")
+    assert folds == {"AA": "0", "BB": "1"}
+    summary = json.loads((tmp_path / "split" / "leakage.json").read_text())["site_split"]
+    assert [(f["sites"], f["cases"], f["slides"]) for f in summary["per_fold"]] == [(["AA"], 2, 3), (["BB"], 1, 1)]
+    assert summary["no_site"] == 2 and "site split of A: 2 site-disjoint folds" in done.stdout
+
+
+def test_a_site_split_asks_for_no_more_folds_than_sites(tmp_path):
+    """Three folds of two sites cannot be site-disjoint: one line naming the sites; neither task given is one too."""
+    write_inventories(tmp_path)
+    done = audit(tmp_path, "--site-split", "A=corpus_a.txt", "--site-folds", "3", "--out", "split")
+    assert done.returncode == 1 and "3 folds of 2 sites: each fold needs a site of its own" in done.stderr
+    done = audit(tmp_path, "--out", "nothing")
+    assert done.returncode == 1 and "give --train and --test inventories" in done.stderr
+
+
+def test_the_report_flags_strata_too_small_for_their_interval(report, tmp_path):
+    """The stratified table in the report: every stratum of fewer than 20 cases is marked, and the power note names
+    the subsets whose gap rests on one."""
+    from pathbind_analysis.report import build_report
+
+    run_dir = write_run(tmp_path / "run")
+    build_report([run_dir], tmp_path / "out", overlays=0, audits=[report["root"] / "report.json"])
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert "**exact_match by leak status against A (report.json; 95% intervals resample cases)**" in markdown
+    assert "(!)" in markdown
+    assert "Power: exact_match against A: all (patient-leaked: 1 case, clean: 1 case)" in markdown
+
+
+def test_published_accuracy_sits_beside_the_audited_overlap_in_the_papers_colours(tmp_path):
+    """Table 1 of the leakage audit: ρ above 80% red, 20-80% orange, 0 white; an accuracy's footnote mark kept; a
+    training corpus the audit has not seen gives – and a note naming it."""
+    from pathbind_analysis.report import build_report
+
+    (tmp_path / "train.txt").write_text("TCGA-AA-0001\nTCGA-BB-0002\n")
+    (tmp_path / "seen.txt").write_text("TCGA-AA-0001\nTCGA-BB-0002\n")
+    (tmp_path / "unseen.txt").write_text("TCGA-CC-0003\n")
+    (tmp_path / "sites.txt").write_text("TCGA-AA-0009\nTCGA-DD-0004\n")
+    done = audit(tmp_path, "--train", "corpus=train.txt", "--test", "seen=seen.txt", "--test", "unseen=unseen.txt",
+                 "--test", "sites=sites.txt", "--out", "audit")
+    assert done.returncode == 0, done.stderr
+    published = tmp_path / "published.csv"
+    published.write_text("model,venue,training,benchmark,accuracy,note\n"
+                         "WSI-LLaVA,arXiv '24,corpus,seen,82.5,⋄\nWSI-LLaVA,arXiv '24,corpus,sites,54.6,\n"
+                         "WSI-LLaVA,arXiv '24,corpus,unseen,40.0,\nQuilt-LLaVA,CVPR '24,Quilt-1M,seen,40.2,\n")
+    run_dir = write_run(tmp_path / "run")
+    build_report([run_dir], tmp_path / "out", overlays=0, audits=[tmp_path / "audit"], published=[published])
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert ("| Model | Venue | Training data | Acc. seen | Acc. sites | Acc. unseen | ρ_case seen | ρ_case sites | "
+            "ρ_case unseen | ρ_TSS seen | ρ_TSS sites | ρ_TSS unseen |") in markdown
+    assert ("| WSI-LLaVA | arXiv '24 | corpus | 82.5 ⋄ | 54.6 | 40.0 | 🟥 100.0 | ⬜ 0.0 | ⬜ 0.0 | 🟥 100.0 | "
+            "🟧 50.0 | ⬜ 0.0 |") in markdown
+    assert "| Quilt-LLaVA | CVPR '24 | Quilt-1M | 40.2 | – | – | – | – | – | – | – | – |" in markdown
+    assert "no audited overlap for Quilt-1M × seen" in markdown
+    assert "td class='leak_high'" in (tmp_path / "out" / "index.html").read_text()
+
+
+def write_run(folder):
+    """A run folder with one VQA result (the report needs a run)."""
+    folder.mkdir(parents=True)
+    (folder / "20260101_000000_results.json").write_text(json.dumps(
+        {"config": {"model": "m"}, "results": {"vqa": {"acc_image,none": 80.0}}}))
+    return folder

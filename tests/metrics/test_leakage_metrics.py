@@ -170,3 +170,20 @@ def test_the_gap_resamples_cases_not_items():
     assert 6 < clustered["gap"]["design_effect"] < 14 and items["gap"]["design_effect"] == 1.0
     width = clustered["gap"]["ci_high"] - clustered["gap"]["ci_low"]
     assert width > 2.5 * (items["gap"]["ci_high"] - items["gap"]["ci_low"])
+
+
+def test_site_folds_are_site_disjoint_and_balanced_by_slides():
+    """Random site sizes: every site in exactly one fold, no fold empty, the folds' sizes within the largest site's
+    of each other; the same sizes give the same folds; 0 folds gives one per site."""
+    from pathbind_metrics.leakage import site_folds
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        sizes = {f"S{i}": int(n) for i, n in enumerate(rng.integers(1, 40, rng.integers(5, 30)))}
+        k = int(rng.integers(2, 6))
+        folds = site_folds(sizes, k)
+        assert set(folds) == set(sizes) and set(folds.values()) == set(range(k))
+        totals = [sum(n for site, n in sizes.items() if folds[site] == f) for f in range(k)]
+        assert max(totals) - min(totals) <= max(sizes.values())
+        assert folds == site_folds(dict(reversed(list(sizes.items()))), k)
+        assert sorted(site_folds(sizes).values()) == list(range(len(sizes)))

@@ -49,7 +49,8 @@ def write_heatmap(matrix: list[dict[str, Any]], path: Path) -> None:
     figure = Figure(figsize=(2 * width + 1.5, height + 0.8), layout="constrained")
     cmap = colormaps["Reds"].with_extremes(bad="0.85")  # grey: no TCGA case in the test set
     for ax, (key, title) in zip(figure.subplots(1, 2), PANELS, strict=True):
-        values = np.array([[100 * cell[t, b][key] for b in tests] for t in trains])
+        # An undefined overlap (no TCGA case in the test set) is NaN in the audit and null once read from its JSON.
+        values = np.array([[100 * _or_nan(cell[t, b][key]) for b in tests] for t in trains])
         image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=0, vmax=100, aspect="auto")
         for (i, j), value in np.ndenumerate(values):
             ax.text(j, i, "n/a" if math.isnan(value) else f"{value:.1f}", ha="center", va="center", fontsize=8,
@@ -61,6 +62,10 @@ def write_heatmap(matrix: list[dict[str, Any]], path: Path) -> None:
         ax.set_ylabel("training inventory")
         figure.colorbar(image, ax=ax, shrink=0.8)
     figure.savefig(path, dpi=150)
+
+
+def _or_nan(value: float | None) -> float:
+    return math.nan if value is None else value
 
 
 def stratified_markdown(rows: list[dict[str, Any]], binary: set[str], notes: list[str]) -> str:
