@@ -45,14 +45,10 @@ def cmd_models(args: argparse.Namespace, pm: PluginManager) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace, pm: PluginManager) -> int:
-    from pathbind.doctor import run_checks
+    from pathbind.doctor import report_lines, run_checks
 
     checks = run_checks(pm, check_data=not args.no_data)
-    if args.json:
-        print(dumps_strict([c.__dict__ for c in checks], indent=2))
-    else:
-        for check in checks:
-            print(f"[{check.status:>4}] {check.name}: {check.detail}")
+    print(dumps_strict([c.__dict__ for c in checks], indent=2) if args.json else "\n".join(report_lines(checks)))
     return FAILURE if any(c.status == "FAIL" for c in checks) else OK
 
 

@@ -60,6 +60,30 @@ def test_doctor_passes_on_a_healthy_install(tmp_path):
     assert checks["plugin example"]["status"] == "OK"
     assert checks["data pathbind_demo_vqa"]["status"] == "OK"
     assert checks["hooked sources"]["status"] == checks["data root"]["status"] == "OK"
+    gated = {c["detail"] for name, c in checks.items() if name.startswith("data pathview_region")}
+    root = tmp_path / "data"
+    assert gated == {f"PATHBIND_DATA: tried {root / 'pathview'}/, found no such folder (pathview is read from a local "
+                     f"copy only; {root} holds path_vqa/; where pathview is published and how to get it: "
+                     "docs/data-access.md#pathview)"}
+
+
+def test_doctor_text_groups_one_finding_about_many_tasks_and_counts_every_check():
+    """The tasks reading one gated set are one line naming how many and which; the last line counts the checks
+    by status (the JSON keeps one entry per check)."""
+    from pathbind.doctor import Check, report_lines
+
+    gated = "pathview is read from a local copy only: set PATHBIND_DATA=<root> ..."
+    checks = [Check("python", "OK", "3.11"), *(Check(f"data pathview_{t}", "WARN", gated) for t in ("a", "b", "c")),
+              Check("data pathbind_demo_vqa", "OK", "vqa.parquet"), Check("plugin x", "FAIL", "ImportError: y"),
+              Check("data pathview_d", "FAIL", gated)]
+    assert report_lines(checks) == [
+        "[  OK] python: 3.11",
+        f"[WARN] data ×3 (pathview_a, pathview_b, pathview_c): {gated}",
+        "[  OK] data pathbind_demo_vqa: vqa.parquet",
+        "[FAIL] plugin x: ImportError: y",
+        f"[FAIL] data pathview_d: {gated}",
+        "doctor: 2 OK, 3 WARN, 2 FAIL (7 checks)",
+    ]
 
 
 def test_doctor_names_a_broken_plugin_and_a_broken_yaml(tmp_path):

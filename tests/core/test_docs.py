@@ -98,6 +98,21 @@ def test_every_excerpt_outside_the_guides_is_in_the_file_it_names(page):
             assert any(source[i:i + len(quoted)] == quoted for i in range(len(source))), where(block)
 
 
+def test_each_local_only_data_set_points_at_a_section_of_the_page_that_says_how_to_get_it():
+    """A task whose data is read from a local copy only stops naming where that data is published
+    (``metadata.requires_pathbind_data``): a section of docs/data-access.md, by its heading's id."""
+    from pathbind.catalog import plugin_tasks, read_task_yaml
+    from pathbind.plugins import make_plugin_manager
+
+    own = [e for e in plugin_tasks(make_plugin_manager()) if e.plugin == "pathbind_tasks" and e.variants is None]
+    pointers = {(read_task_yaml(e.yaml_path).get("metadata") or {}).get("requires_pathbind_data") for e in own}
+    pointers.discard(None)
+    sections = set(re.findall(r"^#+ .*\{ #(\w+) \}$", (DOCS / "data-access.md").read_text(), re.M))
+    assert {"docs/data-access.md#pathbind_vqa", "docs/data-access.md#pathview"} <= pointers
+    assert {pointer.partition("#")[2] for pointer in pointers} <= sections
+    assert {pointer.partition("#")[0] for pointer in pointers} == {"docs/data-access.md"}
+
+
 def test_the_changelogs_newest_version_is_the_packages():
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     newest = re.search(r"^## \[(\d[^\]]*)\]", (ROOT / "CHANGELOG.md").read_text(), re.M)

@@ -15,8 +15,8 @@ from PIL import Image
 
 from pathbind import make_plugin_manager
 from pathbind.catalog import plugin_tasks
-from pathbind.data import DataLocationError
 from pathbind.lmms.queries import load_task_yaml
+from pathbind.lmms.tasks import TaskBuildError
 from pathbind_tasks.demo import command, pathview_synth
 
 DATA = Path(pathview_synth.__file__).parent / "data"
@@ -165,7 +165,9 @@ def test_release_with_image_files_and_a_bad_row(task_manager, tmp_path, monkeypa
 def test_release_tasks_stop_before_any_model_call_without_pathbind_data(task_manager, monkeypatch):
     """Without PATHBIND_DATA the release tasks say what to set."""
     monkeypatch.delenv("PATHBIND_DATA", raising=False)
-    with pytest.raises(DataLocationError, match=r"PATHBIND_DATA=<root> with the data in <root>/pathview/"):
+    with pytest.raises(TaskBuildError, match=r"^task pathview_slide_lgd: pathview is read from a local copy only: "
+                                             r"set PATHBIND_DATA=<root> with the data in <root>/pathview/ \(.*"
+                                             r"docs/data-access\.md#pathview\)$"):
         task_manager.load_task_or_group(["pathview_slide_lgd"])
 
 
@@ -188,7 +190,8 @@ def test_each_demo_task_is_its_pathview_task_on_the_packaged_data(task_manager, 
     source = name.replace("pathview_demo_", "pathview_", 1)
     real, demo = (_functions(task_manager._get_config(task)) for task in (source, name))
     files = load_task_yaml(task_manager.task_index[source]["yaml_path"])["dataset_kwargs"]["data_files"]
-    assert real["metadata"] == {"version": 1, "pathbind_data": "pathview", "requires_pathbind_data": True}
+    assert real["metadata"] == {"version": 1, "pathbind_data": "pathview",
+                                "requires_pathbind_data": "docs/data-access.md#pathview"}
     assert real["dataset_kwargs"]["data_files"] == {"test": str(release / "pathview" / files["test"])}
     assert demo == {**real, "task": name, "metadata": {"version": 1},
                     "dataset_kwargs": {"data_files": {"test": str(DATA / "pathview" / files["test"])}}}
