@@ -31,6 +31,14 @@ def test_tasks_lists_every_plugin_task_with_plugin_family_and_data(tmp_path):
     assert rows["example_stain_check"]["plugin"] == "example"
 
 
+def test_version_names_pathbind_and_the_lmms_eval_it_runs_with(tmp_path):
+    from importlib.metadata import version
+
+    done = pathbind(tmp_path, "--version")
+    assert done.returncode == 0
+    assert done.stdout == f"pathbind {version('pathbind')} (lmms-eval {version('lmms-eval')})\n"
+
+
 def test_models_lists_the_controls(tmp_path):
     """`pathbind models` shows both controls with their lmms-eval classes."""
     done = pathbind(tmp_path, "models")

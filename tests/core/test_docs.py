@@ -6,7 +6,8 @@ An example is a fenced ``bash`` or ``python`` block. The HTML comment right abov
 (a command that installs, or needs a GPU, a server, the hub or data of your own), or
 ``<!-- run with: --limit N -->`` (each ``lmms_eval`` command of the block, ``python -m`` and ``torchrun -m`` ones
 included, runs on the first N documents). A page's examples run in order in one folder
-that holds the checkout's files, so a later example reads what an earlier one wrote.
+that holds the checkout's files, so a later example reads what an earlier one wrote. A ``text`` block marked
+``<!-- output: the last line -->`` is a ``$ command`` and the last line it prints, checked by running it.
 """
 
 from __future__ import annotations
@@ -141,6 +142,28 @@ def workspace(tmp_path: Path) -> Path:
 def limited(code: str, note: str) -> str:
     limit = re.fullmatch(r"run with: (--limit \d+)", note)
     return re.sub(r"(^|\s)lmms_eval(?=\s)", rf"\1lmms_eval {limit[1]}", code, flags=re.M) if limit else code
+
+
+def shown_last_lines(page: Path) -> list[Example]:
+    """``text`` blocks marked ``<!-- output: the last line -->``: a ``$ command`` line, then the last line it prints."""
+    return [b for b in blocks(page) if b.lang == "text" and b.note == "output: the last line"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", [p for p in PAGES if shown_last_lines(p)], ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_last_line_a_page_shows_is_the_one_the_command_prints(page, tmp_path):
+    """A command's output quoted in the docs is what it prints today (stdout and stderr in order), without
+    PATHBIND_DATA."""
+    folder = workspace(tmp_path)
+    env = {key: value for key, value in os.environ.items() if key != "PATHBIND_DATA"}
+    env.update(OFFLINE, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    for block in shown_last_lines(page):
+        command, *_, shown = block.code.splitlines()
+        assert command.startswith("$ "), f"{where(block)}: the block starts with the command, as `$ command`"
+        done = subprocess.run(["bash", "-c", command.removeprefix("$ ")], cwd=folder, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=1800)
+        printed = [line for line in done.stdout.splitlines() if line.strip()]
+        assert printed and printed[-1] == shown, f"{where(block)}: the command printed last\n{done.stdout[-3000:]}"
 
 
 @pytest.mark.slow
