@@ -43,6 +43,16 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
                                     "(or set PATHBIND_REALTOK to a folder holding them)")
 
 
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Chromium driven by selenium (tests/browser.py); fails, saying why, when `make browser` has not
+    installed it."""
+    from browser import chromium
+
+    with chromium() as driver:
+        yield driver
+
+
 @pytest.fixture
 def running_task():
     """A running task, as the seam sets one around a task's functions: ``.ledger`` is its last process_docs's."""

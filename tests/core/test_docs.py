@@ -114,6 +114,15 @@ def test_each_local_only_data_set_points_at_a_section_of_the_page_that_says_how_
     assert {pointer.partition("#")[0] for pointer in pointers} == {"docs/data-access.md"}
 
 
+def test_one_repository_address_everywhere():
+    """The package metadata, the site's repository link and every clone command name the same repository."""
+    repository = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+    site = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)
+    clones = {clone for page in PAGES for clone in re.findall(r"git clone (\S+)", page_text(page))
+              if "lmms-eval" not in clone}
+    assert site["repo_url"] == repository and clones == {repository}
+
+
 def test_the_changelogs_newest_version_is_the_packages():
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     newest = re.search(r"^## \[(\d[^\]]*)\]", (ROOT / "CHANGELOG.md").read_text(), re.M)
