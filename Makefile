@@ -25,7 +25,7 @@ TORCH_INDEX := $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
 # Everything the checks need: the tests, lmms-eval's own model wrappers (decord) and the docs site.
 EXTRAS := test,lmms-wrappers,docs
 
-.PHONY: demo test test-fast docs browser realtok compat compat-transformers install lint clean
+.PHONY: demo test test-fast docs docs-figures browser realtok compat compat-transformers install lint clean
 
 $(DEPS_STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,15 @@ demo: install
 	$(OFFLINE) $(BIN)/lmms_eval --model pathbind_tiny_untrained --tasks $(TINY_TASKS) --output_path $(OUT)/pathbind_tiny_untrained --log_samples
 	$(BIN)/pathbind summary $(OUT)
 	$(OFFLINE) $(BIN)/pathbind report $(OUT)/pathbind_control $(OUT)/pathbind_blind $(OUT)/pathbind_tiny $(OUT)/pathbind_tiny_untrained --out $(OUT)/report
+
+# The demo report's figures the docs site shows (docs/report.md), from `make demo`'s four runs: committed, so that
+# `make docs` stays fast; rerun after a change to the report's figures or the demo.
+DOCS_FIGURES := q_sweep_pathbind_demo_grounding overlays_pathbind_demo_grounding_success faithfulness
+docs-figures: demo
+	$(OFFLINE) $(BIN)/pathbind report $(OUT)/pathbind_control $(OUT)/pathbind_blind $(OUT)/pathbind_tiny \
+		$(OUT)/pathbind_tiny_untrained --overlays 1 --out $(OUT)/docs-report
+	mkdir -p docs/img/demo
+	cp $(DOCS_FIGURES:%=$(OUT)/docs-report/figures/%.png) docs/img/demo/
 
 lint: install
 	$(BIN)/ruff check pathbind_autoload.py pathbind_conventions.py pathbind pathbind_tasks pathbind_models pathbind_metrics pathbind_analysis tests examples benchmarks build_backend docs

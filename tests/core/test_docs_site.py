@@ -60,3 +60,10 @@ def test_search_finds_the_page_that_answers(browser, site):
     found = {link.get_attribute("href") for link in browser.find_elements(By.CSS_SELECTOR, "a.md-search-result__link")}
     assert any("/data-access/" in href for href in found), found
 
+
+def test_the_demo_reports_figures_load(browser, site):
+    """The report page shows the demo's figures (docs/img/demo, from `make docs-figures`), each decoded."""
+    browser.get(f"{site}/report/")
+    sizes = browser.execute_script("return [...document.querySelectorAll('.md-typeset img')]"
+                                   ".map(image => [image.getAttribute('src'), image.naturalWidth])")
+    assert len(sizes) >= 3 and all(width > 0 for _, width in sizes), sizes
