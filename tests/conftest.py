@@ -175,8 +175,8 @@ def limited_control(shared_lmms_eval):
 def limited_blind(shared_lmms_eval):
     """The negative control with ``--limit 8`` on the demo VQA and ablation tasks (8 documents: 4 whole items, and
     one item under all 8 ablation conditions), a PathView task and the grounding task (one document per item)."""
-    return shared_lmms_eval("pathbind_blind", "pathbind_demo_vqa,pathbind_demo_vqa_ablation,pathview_demo_region_ocl,"
-                            "pathbind_demo_grounding", "--limit", "8")
+    return shared_lmms_eval("pathbind_blind", "pathbind_demo_vqa,pathbind_demo_vqa_ablation,"
+                            "pathbind_pathview_demo_region_ocl,pathbind_demo_grounding", "--limit", "8")
 
 
 def metric(results: dict[str, Any], task: str, name: str) -> float:

@@ -21,9 +21,11 @@ def test_tasks_lists_every_plugin_task_with_plugin_family_and_data(tmp_path):
     done = pathbind(tmp_path, "tasks", "--json")
     assert done.returncode == 0, done.stderr
     rows = {row["name"]: row for row in json.loads(done.stdout)}
-    variants = [row for name, row in rows.items() if name.startswith("pathview_demo_") and row["kind"] == "task"]
+    variants = [row for name, row in rows.items()
+                if name.startswith("pathbind_pathview_demo_") and row["kind"] == "task"]
     assert len(variants) == 24 and {row["plugin"] for row in variants} == {"pathbind_tasks"}
-    assert rows["pathview_demo_slide_lgd_unit"]["data"].endswith("pathbind_tasks/demo/data/pathview/slide_lgd.parquet")
+    assert rows["pathbind_pathview_demo_slide_lgd_unit"]["data"].endswith(
+        "pathbind_tasks/demo/data/pathview/slide_lgd.parquet")
     assert rows["pathbind_demo_vqa"]["plugin"] == "pathbind_tasks"
     assert rows["pathbind_demo_vqa"]["family"] == "demo"
     assert rows["pathbind_demo_vqa"]["data"].endswith("pathbind_tasks/demo/data/vqa.parquet")
@@ -68,7 +70,7 @@ def test_doctor_passes_on_a_healthy_install(tmp_path):
     assert checks["plugin example"]["status"] == "OK"
     assert checks["data pathbind_demo_vqa"]["status"] == "OK"
     assert checks["hooked sources"]["status"] == checks["data root"]["status"] == "OK"
-    gated = {c["detail"] for name, c in checks.items() if name.startswith("data pathview_region")}
+    gated = {c["detail"] for name, c in checks.items() if name.startswith("data pathbind_pathview_region")}
     root = tmp_path / "data"
     assert gated == {f"PATHBIND_DATA: tried {root / 'pathview'}/, found no such folder (pathview is read from a local "
                      f"copy only; {root} holds path_vqa/; where pathview is published and how to get it: "
