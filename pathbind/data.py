@@ -93,8 +93,9 @@ def apply_data_root(config: dict[str, Any]) -> dict[str, Any]:
     if present there (keeping the YAML's loader options), else its ``<split>.<ext>`` files (parquet,
     json, jsonl or csv, one format) or a ``datasets.save_to_disk`` folder. ``PATHBIND_HUB_<NAME>``
     replaces a hub id and ``PATHBIND_HUB_REVISION_<NAME>`` the revision read from the hub. A task whose
-    metadata says ``requires_pathbind_data`` (a gated release with no public location) fails here, before any
-    model call, when no folder is given.
+    metadata says ``requires_pathbind_data`` (data with no hub location lmms-eval can load: a gated release, an
+    archive ``datasets`` cannot read) fails here, before any model call, when no folder is given; the value, when text,
+    says where the data is published and how to get it.
     """
     name = data_name(config)
     folder = override_dir(name)
@@ -103,14 +104,16 @@ def apply_data_root(config: dict[str, Any]) -> dict[str, Any]:
     hub = _hub_location(config, name)
     if hub is not None:
         return hub
-    if (config.get("metadata") or {}).get("requires_pathbind_data"):
+    access = (config.get("metadata") or {}).get("requires_pathbind_data")
+    if access:
+        where = access if isinstance(access, str) else "its README"
         root = data_root()
         if root is not None:  # not an override error: a root may hold only the sets a user runs
-            raise DataLocationError(f"{DATA_ENV}: tried {root / name}/ for task {config.get('task')!r} (a gated "
-                                    f"release with no public location), found no such folder; {root} holds "
-                                    f"{_listing(root)}")
-        raise DataLocationError(f"gated release with no public location: set {DATA_ENV}=<root> with the data "
-                                f"in <root>/{name}/ (task {config.get('task')!r}; see its README)")
+            raise DataLocationError(f"{DATA_ENV}: tried {root / name}/, found no such folder ({name} is read from a "
+                                    f"local copy only; {root} holds {_listing(root)}; where {name} is published "
+                                    f"and how to get it: {where})")
+        raise DataLocationError(f"{name} is read from a local copy only: set {DATA_ENV}=<root> with the data in "
+                                f"<root>/{name}/ (where it is published and how to get it: {where})")
     return config
 
 

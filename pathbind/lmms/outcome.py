@@ -1,5 +1,5 @@
 """The outcome of each evaluation lmms-eval's CLI runs, for the ``lmms_eval`` command's exit code
-(:mod:`pathbind.lmms.cli`).
+(:mod:`pathbind.lmms.cli`), and the check, before each, that its ``--baseline`` can be read.
 
 lmms-eval's ``cli_evaluate`` catches whatever an evaluation raises, logs "Error during evaluation" and returns, so
 its own ``lmms-eval`` and ``python -m lmms_eval`` exit 0 on a run that produced nothing. The seam records each
@@ -33,8 +33,11 @@ def install_outcome_hook() -> bool:
 def _recording_failures(original: Any) -> Any:
     @functools.wraps(original)
     def cli_evaluate_single(args: Any = None) -> Any:
+        from pathbind.lmms.baseline import require_readable_baseline
+
         before = _results_files(args)
         try:
+            require_readable_baseline(getattr(args, "baseline", None))  # before the model loads
             outcome = original(args)
         except Exception as exc:  # lmms-eval's cli_evaluate logs it, prints the traceback and goes on
             FAILED.append(_one_line(f"{type(exc).__name__}: {exc}"))

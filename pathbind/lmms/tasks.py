@@ -14,7 +14,7 @@ from typing import Any
 
 from loguru import logger
 
-from pathbind.data import apply_data_root
+from pathbind.data import DataLocationError, apply_data_root
 from pathbind.hookspecs import TaskVariants
 from pathbind.lmms.marks import FIRST_PARTY_PLUGINS, PLUGIN_TASKS, declares_data, mark, marked
 from pathbind.lmms.patches import require_compatible_lmms_eval
@@ -200,7 +200,11 @@ def _with_data_root(original: Any, manager: Callable[[], PluginManager]) -> Any:
                 return _in_task(config, name)
             return config
         PLUGIN_TASKS[name] = yaml_path
-        return _in_task(apply_data_root(config), name)
+        try:
+            located = apply_data_root(config)
+        except DataLocationError as exc:  # the message names the data and what to set; the run's names the task
+            raise TaskBuildError(f"task {name}: {exc}") from exc
+        return _in_task(located, name)
 
     return get_config
 

@@ -21,8 +21,9 @@ CLUSTER = "slide"
 
 
 def pathview_task(tasks: Collection[str], measure: str) -> str | None:
-    """The run's task for a Slide-FOV measure: ``pathview_<measure>``, then its box-frame variants, then the demo's."""
-    pattern = re.compile(rf"^pathview(_demo)?_{measure}(_per_mille|_unit)?$")
+    """The run's task for a Slide-FOV measure: ``pathbind_pathview_<measure>`` (or its alias ``pathview_<measure>``),
+    then its box-frame variants, then the demo's."""
+    pattern = re.compile(rf"^(pathbind_)?pathview(_demo)?_{measure}(_per_mille|_unit)?$")
     found = sorted((t for t in tasks if pattern.match(t)), key=lambda t: ("_demo_" in t, len(t), t))
     return found[0] if found else None
 

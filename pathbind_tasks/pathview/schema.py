@@ -41,7 +41,7 @@ from pathbind_tasks.common.raw import (
 
 DATA_NAME = "pathview"
 LABEL = "PathView-Bench"
-# One file per task, named after the task without "pathview_"; images embedded, or file names the image check
+# One file per task, named after the task without "pathbind_pathview_"; images embedded, or file names the image check
 # follows item by item.
 LAYOUT = Layout(data=("region_dlo.parquet", "region_ocl.parquet", "region_ocn.parquet", "region_ogd.parquet",
                       "region_rcl.parquet", "region_rds.parquet", "region_spr.parquet", "region_trap.parquet",

@@ -64,7 +64,7 @@ def pathview_runs(tmp_path_factory):
     """The positive and the blind control on the five slide tasks of the planted release."""
     folder = tmp_path_factory.mktemp("matched")
     data = write_release(folder / "data")
-    tasks = ",".join(f"pathview_{task}" for task in SLIDE_TASKS)
+    tasks = ",".join(f"pathbind_pathview_{task}" for task in SLIDE_TASKS)
     return {model: lmms_eval(folder, model, tasks, env={"PATHBIND_DATA": str(data)})["out"]
             for model in ("pathbind_control", "pathbind_blind")}
 

@@ -187,7 +187,7 @@ def test_faithfulness_and_pathview_sections_read_results_by_metric_name(tmp_path
     ignores = {"image": "does not use the image", "attention": "attention does not track causal importance"}
     write_results(tmp_path / "a", "model_a", {
         "pathbind_faithfulness": {"attn_occlusion_rho": 0.6, "causal_amim": 0.7, "causal_l1": 1.2, "verdict": uses},
-        "pathview_region_ogd": {"dice": 41.5, "false_refusal_rate": 2.0, "invalid_rate": 0.0}})
+        "pathbind_pathview_region_ogd": {"dice": 41.5, "false_refusal_rate": 2.0, "invalid_rate": 0.0}})
     write_results(tmp_path / "b", "model_b", {
         "pathbind_faithfulness": {"attn_occlusion_rho": math.nan, "causal_amim": math.nan, "causal_l1": 0.0,
                                   "verdict": ignores}})
@@ -197,7 +197,7 @@ def test_faithfulness_and_pathview_sections_read_results_by_metric_name(tmp_path
     assert "not placed on the plot" in markdown
     assert "model_b on pathbind_faithfulness (does not use the image" in markdown
     assert (tmp_path / "out" / "figures" / "faithfulness.png").stat().st_size > 0
-    assert "41.5" in markdown and "pathview_region_ogd" in markdown
+    assert "41.5" in markdown and "pathbind_pathview_region_ogd" in markdown
 
 
 def test_rows_accounted_for_per_run_and_task(tmp_path):

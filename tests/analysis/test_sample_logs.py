@@ -61,7 +61,8 @@ def test_no_placeholder_in_a_pathbind_run(demo_blind):
     """lmms-eval's "N/A" for the standard errors it cannot compute is left out of every PathBind task and group
     (yes/no, VQA, ablation, grounding, faithfulness, PathView)."""
     results = demo_blind["results"]
-    assert {"pathbind_demo_yesno", "pathbind_demo_grounding", "pathview_demo_region_ocl"} <= results["results"].keys()
+    assert {"pathbind_demo_yesno", "pathbind_demo_grounding",
+            "pathbind_pathview_demo_region_ocl"} <= results["results"].keys()
     assert "N/A" not in json.dumps({key: results[key] for key in ("results", "groups") if key in results})
 
 

@@ -21,14 +21,24 @@ def test_tasks_lists_every_plugin_task_with_plugin_family_and_data(tmp_path):
     done = pathbind(tmp_path, "tasks", "--json")
     assert done.returncode == 0, done.stderr
     rows = {row["name"]: row for row in json.loads(done.stdout)}
-    variants = [row for name, row in rows.items() if name.startswith("pathview_demo_") and row["kind"] == "task"]
+    variants = [row for name, row in rows.items()
+                if name.startswith("pathbind_pathview_demo_") and row["kind"] == "task"]
     assert len(variants) == 24 and {row["plugin"] for row in variants} == {"pathbind_tasks"}
-    assert rows["pathview_demo_slide_lgd_unit"]["data"].endswith("pathbind_tasks/demo/data/pathview/slide_lgd.parquet")
+    assert rows["pathbind_pathview_demo_slide_lgd_unit"]["data"].endswith(
+        "pathbind_tasks/demo/data/pathview/slide_lgd.parquet")
     assert rows["pathbind_demo_vqa"]["plugin"] == "pathbind_tasks"
     assert rows["pathbind_demo_vqa"]["family"] == "demo"
     assert rows["pathbind_demo_vqa"]["data"].endswith("pathbind_tasks/demo/data/vqa.parquet")
     assert rows["pathbind_demo"]["kind"] == "group"
     assert rows["example_stain_check"]["plugin"] == "example"
+
+
+def test_version_names_pathbind_and_the_lmms_eval_it_runs_with(tmp_path):
+    from importlib.metadata import version
+
+    done = pathbind(tmp_path, "--version")
+    assert done.returncode == 0
+    assert done.stdout == f"pathbind {version('pathbind')} (lmms-eval {version('lmms-eval')})\n"
 
 
 def test_models_lists_the_controls(tmp_path):
@@ -60,6 +70,30 @@ def test_doctor_passes_on_a_healthy_install(tmp_path):
     assert checks["plugin example"]["status"] == "OK"
     assert checks["data pathbind_demo_vqa"]["status"] == "OK"
     assert checks["hooked sources"]["status"] == checks["data root"]["status"] == "OK"
+    gated = {c["detail"] for name, c in checks.items() if name.startswith("data pathbind_pathview_region")}
+    root = tmp_path / "data"
+    assert gated == {f"PATHBIND_DATA: tried {root / 'pathview'}/, found no such folder (pathview is read from a local "
+                     f"copy only; {root} holds path_vqa/; where pathview is published and how to get it: "
+                     "docs/data-access.md#pathview)"}
+
+
+def test_doctor_text_groups_one_finding_about_many_tasks_and_counts_every_check():
+    """The tasks reading one gated set are one line naming how many and which; the last line counts the checks
+    by status (the JSON keeps one entry per check)."""
+    from pathbind.doctor import Check, report_lines
+
+    gated = "pathview is read from a local copy only: set PATHBIND_DATA=<root> ..."
+    checks = [Check("python", "OK", "3.11"), *(Check(f"data pathview_{t}", "WARN", gated) for t in ("a", "b", "c")),
+              Check("data pathbind_demo_vqa", "OK", "vqa.parquet"), Check("plugin x", "FAIL", "ImportError: y"),
+              Check("data pathview_d", "FAIL", gated)]
+    assert report_lines(checks) == [
+        "[  OK] python: 3.11",
+        f"[WARN] data ×3 (pathview_a, pathview_b, pathview_c): {gated}",
+        "[  OK] data pathbind_demo_vqa: vqa.parquet",
+        "[FAIL] plugin x: ImportError: y",
+        f"[FAIL] data pathview_d: {gated}",
+        "doctor: 2 OK, 3 WARN, 2 FAIL (7 checks)",
+    ]
 
 
 def test_doctor_names_a_broken_plugin_and_a_broken_yaml(tmp_path):

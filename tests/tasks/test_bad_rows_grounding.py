@@ -214,17 +214,17 @@ def test_bad_rows_through_lmms_eval(tmp_path, writer):
     """Every row is evaluated or dropped with its reason, under either writer: rows == evaluated + dropped."""
     write_copies(tmp_path / "data", writer)
     result = lmms_eval(tmp_path, "pathbind_control", "pathbind_grounding_testa,pathbind_grounding_testb,"
-                       "pathview_region_ogd", env={"PATHBIND_DATA": str(tmp_path / "data")})
+                       "pathbind_pathview_region_ogd", env={"PATHBIND_DATA": str(tmp_path / "data")})
     testa = metric(result, "pathbind_grounding_testa", "accounting")
     assert testa == {"rows": 9, "evaluated": 2,
                      "dropped": {NO_SPLIT: 1, OTHER_B: 2, VAL: 1, BBOX: 1, SIZE: 1, HEIGHT: 1}}
     assert metric(result, "pathbind_grounding_testa", "lost_items")["items"] == 2
     assert metric(result, "pathbind_grounding_testb", "accounting")["evaluated"] == 2
     assert metric(result, "pathbind_grounding_testb", "lost_items")["scored"] == 2
-    assert metric(result, "pathview_region_ogd", "accounting") == {"rows": 6, "evaluated": 2, "dropped": {
+    assert metric(result, "pathbind_pathview_region_ogd", "accounting") == {"rows": 6, "evaluated": 2, "dropped": {
         "field 'width' is not a positive whole number of pixels": 2, SIZE: 1,
         "field 'width' is more pixels than the 2147483647 a side can have": 1}}
-    samples = [json.loads(line) for path in result["out"].rglob("*pathview_region_ogd*.jsonl")
+    samples = [json.loads(line) for path in result["out"].rglob("*pathbind_pathview_region_ogd*.jsonl")
                for line in path.read_text().splitlines()]
     assert sorted(s["doc_id"] for s in samples) == [0, 1] and all("disagrees" not in s["pathbind"]["reason"]
                                                                   for s in samples)

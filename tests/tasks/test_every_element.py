@@ -264,9 +264,10 @@ def test_a_refpath_box_the_metrics_cannot_score_is_never_a_lost_item_through_lmm
     """Through lmms_eval: inverted and zero-area boxes are counted in accounting as data, lost_items holds only what
     the model failed, and the bracketed expression is the prompt's entity without its brackets."""
     write_refpath(tmp_path / "data" / "pathvg", REFPATH)
-    result = lmms_eval(tmp_path, "pathbind_control", "pathvg_testa", env={"PATHBIND_DATA": str(tmp_path / "data")})
-    assert metric(result, "pathvg_testa", "accounting") == {"rows": 5, "evaluated": 2, "dropped": BOX_DROPS}
-    assert metric(result, "pathvg_testa", "lost_items")["items"] == 2
+    result = lmms_eval(tmp_path, "pathbind_control", "pathbind_pathvg_testa",
+                       env={"PATHBIND_DATA": str(tmp_path / "data")})
+    assert metric(result, "pathbind_pathvg_testa", "accounting") == {"rows": 5, "evaluated": 2, "dropped": BOX_DROPS}
+    assert metric(result, "pathbind_pathvg_testa", "lost_items")["items"] == 2
     samples = [json.loads(line) for path in result["out"].rglob("*_pathvg_testa.jsonl")
                for line in path.read_text().splitlines()]
     logged = json.dumps(samples)  # the documents and the requests the model was sent
