@@ -76,7 +76,7 @@ def test_perception_planted_on_the_correct_slides_shows_as_a_gap_with_an_interva
     organ answers, read from the run's sample log) marks correct: each measure is higher there, the interval of the
     gap above 0; the report draws the seed's table."""
     control = pathview_runs["pathbind_control"]
-    log = next(control.rglob("*_samples_pathview_slide_org.jsonl"))
+    log = next(control.rglob("*_samples_pathbind_pathview_slide_org.jsonl"))
     out = tmp_path / "matched.json"
     done = run([str(BIN / "pathbind"), "matched", f"{control}={log}", "--min-slides", "6", "--json", str(out)],
                cwd=tmp_path)
