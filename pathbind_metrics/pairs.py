@@ -16,10 +16,18 @@ ALPHA = 0.05  # the level of ``ci95`` and of the warning that no test can reach 
 
 
 def paired_delta(differences: Sequence[float], clusters: Sequence[Hashable], *, cluster: str, scale: float = 1.0,
-                 n_permutations: int = 10000, seed: int = 0) -> dict[str, Any]:
-    """The mean of per-item differences tuned − general (``scale``-d: 100 for points), the two-sided cluster
-    sign-flip p-value that it is 0, and its 95% interval: the means that test does not reject, so the interval
-    excludes 0 exactly when p <= 0.05. Over the items whose difference is finite.
+                 bound: float | None = None, n_permutations: int = 10000, seed: int = 0) -> dict[str, Any]:
+    """The mean of per-item differences tuned − general (``scale``-d: 100 for points), a two-sided test that it is
+    0 and its 95% interval, which excludes 0 exactly when p <= 0.05. Over the items whose difference is finite.
+
+    Two valid intervals, joined: the changes the cluster sign-flip test does not reject (exact at 0, where the two
+    models are exchangeable, but away from 0 it takes each image's total to be symmetric about the change, which
+    0/1 answers on images of unequal size are not: with 6 images it is the range of their mean changes), and the
+    interval of the mean itself: :func:`~pathbind_metrics.resampling.difference_interval` for a difference of
+    proportions (``bound``: the largest possible difference, 1 for ΔAcc, 2 for ΔMG), else the cluster jackknife's
+    (:func:`~pathbind_metrics.resampling.mean_interval`). The interval is the hull of the two; ``p`` the larger of
+    the sign-flip p and the level at which the second interval reaches 0, so that a change is significant where
+    both reject it.
 
     The interval names what it resampled, its design effect and a ``warning`` (few or dominant clusters,
     :func:`~pathbind_metrics.resampling.cluster_warning`); with so few clusters that even the most extreme data
@@ -31,18 +39,23 @@ def paired_delta(differences: Sequence[float], clusters: Sequence[Hashable], *, 
     d = np.asarray(differences, dtype=float)
     keep = np.isfinite(d)
     flips = rs.SignFlips(d, clusters, n_permutations=n_permutations, seed=seed)
-    described = rs.mean_interval(d, clusters, cluster=cluster)  # what is resampled, the design effect, warnings
+    mean = (rs.Interval.of_mean(d, clusters, cluster=cluster) if bound is None
+            else rs.Interval.of_difference(d, clusters, cluster=cluster, bound=bound))
+    described = mean.at(1 - ALPHA)
     warnings = [described["warning"]] if described["warning"] else []
     if keep.any() and flips.smallest_p() > ALPHA:
         count = described["clusters"]
         warnings.append(f"no test can reach p <= {ALPHA} with {count} {cluster} clusters (the smallest two-sided "
                         f"sign-flip p is {f'2/2^{count} = ' if flips.exact else ''}{flips.smallest_p():.3g})")
     low, high = flips.interval(1 - ALPHA)
+    if math.isfinite(low):  # NaN where no test can reject: no bounds
+        low, high = min(low, described["low"]), max(high, described["high"])
     interval = {"low": scale * low, "high": scale * high,
                 **{key: described[key] for key in ("cluster", "clusters", "items", "design_effect")},
-                "method": "inverted cluster sign-flip test", "warning": "; ".join(warnings)}
+                "method": f"hull of the inverted cluster sign-flip test and the interval of the mean "
+                          f"({described['method']})", "warning": "; ".join(warnings)}
     return {"delta": float(scale * d[keep].mean()) if keep.any() else math.nan, "ci95": interval,
-            "p": flips.p_value(), "n": int(keep.sum())}
+            "p": max(flips.p_value(), mean.p_value()) if keep.any() else math.nan, "n": int(keep.sum())}
 
 
 def ranking_agreement(scores: Mapping[str, Sequence[float]], reference: str) -> dict[str, float]:

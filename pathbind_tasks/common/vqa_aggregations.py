@@ -23,7 +23,6 @@ from pathbind_tasks.common.clusters import cluster_keys
 from pathbind_tasks.common.conditions import ABLATION_CONDITIONS
 
 Records = list[Mapping]
-POINTS = (-100.0, 100.0)  # every interval here is of a percentage or a difference of two
 
 
 def _records_by_id(records: Iterable[Mapping], condition: str, dimension: str | None = None) -> dict[str, Mapping]:
@@ -133,25 +132,28 @@ def _intervals(records: Records, dimension: str | None = None) -> dict[str, Any]
     """A task's condition set holds text (full), ablations, or the image alone: the intervals of what it ran."""
     image, text = _records_by_id(records, "image", dimension), _records_by_id(records, "text", dimension)
     if text:
-        return {"acc_image": _interval(image, text, rs.mean_of(0, 2, 100.0), proportion=100.0),
-                "acc_text": _interval(image, text, rs.mean_of(1, 2, 100.0), proportion=100.0),
-                "mg": _interval(image, text, rs.difference_of_means(0, 1, 2, 100.0))}
-    intervals = {"acc_image": _interval(image, image, rs.mean_of(0, 2, 100.0), proportion=100.0)}
+        return {"acc_image": _interval(image, text, "with the image"),
+                "acc_text": _interval(image, text, "under the other condition"),
+                "mg": _interval(image, text, "difference")}
+    intervals = {"acc_image": _interval(image, image, "with the image")}
     for condition in ABLATION_CONDITIONS:
         ablated = _records_by_id(records, condition, dimension)
         if ablated:
-            intervals[f"drop_{condition}"] = _interval(image, ablated, rs.difference_of_means(0, 1, 2, 100.0))
+            intervals[f"drop_{condition}"] = _interval(image, ablated, "difference")
     return intervals
 
 
-def _interval(image: dict[str, Mapping], other: dict[str, Mapping], statistic: rs.Statistic,
-              proportion: float | None = None) -> dict[str, Any]:
-    """``statistic`` (a percentage where ``proportion`` is 100) over the columns (correct with the image, correct
-    under the other condition, 1) of the items answered under both, over their clusters."""
+def _interval(image: dict[str, Mapping], other: dict[str, Mapping], measure: str) -> dict[str, Any]:
+    """Over the items answered under both conditions, by their clusters: the interval of the accuracy (%) with the
+    image or under the other condition, or of the difference between the two (points)."""
     ids = sorted(image.keys() & other.keys())
     keys, cluster = cluster_keys([image[i] for i in ids])
-    columns = [[float(image[i]["correct"]), float(other[i]["correct"]), 1.0] for i in ids]
-    return rs.cluster_interval(statistic, columns, keys, cluster=cluster, proportion=proportion, bounds=POINTS)
+    first = np.array([float(image[i]["correct"]) for i in ids])
+    second = np.array([float(other[i]["correct"]) for i in ids])
+    if measure == "difference":
+        return rs.difference_interval(first - second, keys, cluster=cluster, scale=100.0)
+    accuracy = first if measure == "with the image" else second
+    return rs.mean_interval(accuracy, keys, cluster=cluster, scale=100.0, proportion=100.0)
 
 
 REPLACEMENTS = ("blank", "swap_same", "swap_cross")  # the real image replaced by a blank or another item's image
@@ -182,53 +184,51 @@ def reliance(records: Records) -> dict[str, Any]:
     measures: dict[str, Any] = {}
     swaps = [c for c in SWAPS if c in replaced]
     if swaps:
-        measures["vrs"] = {c: _estimate(image, [replaced[c]], _vrs_columns, proportion=None) for c in swaps}
+        measures["vrs"] = {c: _estimate(image, [replaced[c]], _vrs, difference=True) for c in swaps}
     if replaced:
-        measures["image_sensitivity"] = {c: _estimate(image, [found], _changed_columns)
-                                         for c, found in replaced.items()}
+        measures["image_sensitivity"] = {c: _estimate(image, [found], _changed) for c, found in replaced.items()}
     images = [replaced[c] for c in REPLACEMENTS if c in replaced]
     if images:
         measures["invariant"] = {"conditions": [c for c in REPLACEMENTS if c in replaced],
-                                 **_estimate(image, images, _unchanged_columns)}
+                                 **_estimate(image, images, _unchanged)}
     return measures
 
 
 def _estimate(image: dict[str, Mapping], others: list[dict[str, Mapping]],
-              columns_of: Callable[[Mapping, list[Mapping]], list[float] | None],
-              proportion: float | None = 100.0) -> dict[str, Any]:
-    """The value and interval of ``mean(column 0)`` (percent) over the items answered under every condition, with
-    the columns ``columns_of(image record, other records)`` gives (None: an item left out for an invalid answer)."""
+              value_of: Callable[[Mapping, list[Mapping]], float | None], difference: bool = False) -> dict[str, Any]:
+    """The value and interval of the mean of ``value_of(image record, other records)`` (percent; None: an item
+    left out for an invalid answer) over the items answered under every condition."""
     ids = sorted(set(image).intersection(*others))
-    rows = {i: columns_of(image[i], [other[i] for other in others]) for i in ids}
-    kept = [i for i in ids if rows[i] is not None]
-    columns = [row for row in (rows[i] for i in kept) if row is not None]
-    return {**_percentage(columns, [image[i] for i in kept], proportion), "invalid_left_out": len(ids) - len(kept)}
+    values = {i: value_of(image[i], [other[i] for other in others]) for i in ids}
+    kept = [i for i in ids if values[i] is not None]
+    return {**_percentage([values[i] for i in kept], [image[i] for i in kept], difference=difference),
+            "invalid_left_out": len(ids) - len(kept)}
 
 
-def _percentage(columns: list[list[float]], records: list[Mapping], proportion: float | None = 100.0) -> dict[str, Any]:
-    """``{"value", "ci95"}`` of the percentage mean of column 0 over the items of ``records``, by cluster (a
-    proportion's interval where ``proportion`` is 100; None for a difference such as VRS)."""
+def _percentage(values: list[Any], records: list[Mapping], difference: bool = False) -> dict[str, Any]:
+    """``{"value", "ci95"}`` of the mean of per-item ``values`` in percent over the items of ``records``, by
+    cluster: a proportion's interval, or with ``difference`` (values in [−1, 1], such as VRS) a difference's."""
     keys, cluster = cluster_keys(records)
-    statistic = rs.mean_of(0, 1, 100.0)
-    value = float(statistic(np.asarray(columns).sum(axis=0))) if columns else math.nan
-    return {"value": value, "ci95": rs.cluster_interval(statistic, columns, keys, cluster=cluster,
-                                                        proportion=proportion, bounds=POINTS)}
+    array = np.asarray(values, dtype=float)
+    interval = (rs.difference_interval(array, keys, cluster=cluster, scale=100.0) if difference
+                else rs.mean_interval(array, keys, cluster=cluster, scale=100.0, proportion=100.0))
+    return {"value": 100.0 * float(array.mean()) if array.size else math.nan, "ci95": interval}
 
 
-def _vrs_columns(image: Mapping, others: list[Mapping]) -> list[float]:
-    return [float(image["correct"]) - float(others[0]["correct"]), 1.0]
+def _vrs(image: Mapping, others: list[Mapping]) -> float:
+    return float(image["correct"]) - float(others[0]["correct"])
 
 
 def _same_answer(image: Mapping, other: Mapping) -> bool:
     return bool(other["valid"]) and other["parsed"] == image["parsed"]
 
 
-def _changed_columns(image: Mapping, others: list[Mapping]) -> list[float] | None:
-    return [float(not _same_answer(image, others[0])), 1.0] if image["valid"] else None
+def _changed(image: Mapping, others: list[Mapping]) -> float | None:
+    return float(not _same_answer(image, others[0])) if image["valid"] else None
 
 
-def _unchanged_columns(image: Mapping, others: list[Mapping]) -> list[float] | None:
-    return [float(all(_same_answer(image, other) for other in others)), 1.0] if image["valid"] else None
+def _unchanged(image: Mapping, others: list[Mapping]) -> float | None:
+    return float(all(_same_answer(image, other) for other in others)) if image["valid"] else None
 
 
 def repeats(records: Records) -> dict[str, Any]:
@@ -246,7 +246,7 @@ def repeats(records: Records) -> dict[str, Any]:
     agreement = {}
     for condition in conditions:
         answered = [r for _, r in sorted(_records_by_id(records, condition).items())]
-        agreement[condition] = _percentage([[float(_all_agree(r, n)), 1.0] for r in answered], answered)
+        agreement[condition] = _percentage([float(_all_agree(r, n)) for r in answered], answered)
     spread = {name: _spread([headline(run) for run in by_repeat]) for name, headline in _headlines(conditions).items()}
     return {"n": n, "agreement": agreement, "spread": spread}
 

@@ -51,7 +51,7 @@ def report(tmp_path_factory):
     done = audit(root, "--train", "A=corpus_a.txt", "--train", "B=corpus_b.csv", "--train", "C=corpus_c.json",
                  "--train", "C=corpus_c.jsonl", "--test", "bench=bench.tsv:slide", "--test", "vqa=vqa_samples.jsonl",
                  "--test", "bcnb=bcnb.csv", "--samples", "vqa_samples.jsonl", "--by", "category",
-                 "--n-resamples", "500", "--out", "out", "--json", "report.json")
+                 "--out", "out", "--json", "report.json")
     assert done.returncode == 0, done.stderr
     return {"root": root, "out": root / "out", "json": json.loads((root / "report.json").read_text()),
             "stdout": done.stdout, "stderr": done.stderr}
@@ -159,7 +159,7 @@ def test_samples_are_stratified_by_leak_status_in_table_2_form(report):
     assert (micro["patient-leaked"]["n"], micro["clean"]["n"], micro["clean"]["mean"]) == (3, 1, 1.0)
     table = (report["out"] / "stratified.md").read_text()
     assert "## exact_match against training inventory A" in table
-    assert "| all | 100.0% [n/a] (n=6, 1 cases) | 50.0%" in table and "+75.0 [n/a]" in table
+    assert "| all | 100.0% [n/a] (n=6, 1 cases) | 50.0%" in table and "+75.0 [n/a] |" in table and "- (!)" not in table
     assert [row[p]["clusters"] for p in ("patient-leaked", "site-leaked", "clean")] == [1, 1, 1]
     assert "1 of 13 samples without a TCGA barcode in doc field 'slide_id'" in table
 
@@ -193,3 +193,18 @@ def test_an_unknown_metric_lists_the_log_s_metrics(tmp_path):
                  "--samples", "vqa_samples.jsonl", "--metric", "acc")
     assert done.returncode == 1
     assert "no per-sample metric 'acc'; metrics in the log: exact_match, correct" in done.stderr
+
+
+def test_a_stratum_too_small_for_its_interval_is_flagged_in_the_table():
+    """Two clean cases at 50% each: the table prints a wide interval, not [50.0, 50.0], marks it (!) and says
+    why under the table."""
+    from pathbind_analysis.audit.leakage.report import stratified_markdown
+    from pathbind_metrics.leakage import stratified_metric
+
+    cases = ["TCGA-AA-0001"] * 2 + ["TCGA-AA-0002"] * 2 + [f"TCGA-BB-{k:04d}" for k in range(40)]
+    values = [1.0, 0.0, 1.0, 0.0] + [1.0, 0.0] * 20
+    table = stratified_metric(values, ["clean"] * 4 + ["patient-leaked"] * 40, clusters=cases, proportion=1.0)
+    text = stratified_markdown([{"train": "A", "metric": "correct", "subset": "all", **table}], {"correct"}, [])
+    row = next(line for line in text.splitlines() if line.startswith("| all |"))
+    assert "[50.0, 50.0]" not in row and "(n=4, 2 cases) (!)" in row and "(n=40, 40 cases) |" in row
+    assert "- (!) all, clean: only 2 case clusters (< 20); so its t has 1.0 degrees of freedom" in text
