@@ -22,25 +22,23 @@ def paired_delta(differences: Sequence[float], clusters: Sequence[Hashable], *, 
 
     Two valid intervals, joined: the changes the cluster sign-flip test does not reject (exact at 0, where the two
     models are exchangeable, but away from 0 it takes each image's total to be symmetric about the change, which
-    0/1 answers on images of unequal size are not: with 6 images it is the range of their mean changes), and the
-    interval of the mean itself: :func:`~pathbind_metrics.resampling.difference_interval` for a difference of
-    proportions (``bound``: the largest possible difference, 1 for ΔAcc, 2 for ΔMG), else the cluster jackknife's
-    (:func:`~pathbind_metrics.resampling.mean_interval`). The interval is the hull of the two; ``p`` the larger of
-    the sign-flip p and the level at which the second interval reaches 0, so that a change is significant where
-    both reject it.
+    0/1 answers on images of unequal size are not: on 6 images it is the range of their mean changes), and the
+    interval of the mean itself (:func:`_mean_interval`). The interval is the hull of the two; ``p`` the larger of
+    the sign-flip p and the level at which the second interval reaches 0, so a change is significant where both
+    tests reject it.
 
     The interval names what it resampled, its design effect and a ``warning`` (few or dominant clusters,
     :func:`~pathbind_metrics.resampling.cluster_warning`); with so few clusters that even the most extreme data
     cannot give p <= 0.05 (2 / 2^C, so 5 clusters or fewer at 95%) it has no bounds and says so.
 
-    Every paired measure is such a mean: ΔAcc of (correct_tuned − correct_general), ΔMG of the difference of the
-    two models' (correct with image − correct without) over the same items, ΔIoU of the IoU differences.
+    Every paired measure is such a mean: ΔAcc of (correct_tuned − correct_general) (``bound`` 1), ΔMG of the
+    difference of the two models' (correct with image − correct without) over the same items (``bound`` 2), ΔIoU
+    of the IoU differences (no ``bound``).
     """
     d = np.asarray(differences, dtype=float)
     keep = np.isfinite(d)
     flips = rs.SignFlips(d, clusters, n_permutations=n_permutations, seed=seed)
-    mean = (rs.Interval.of_mean(d, clusters, cluster=cluster) if bound is None
-            else rs.Interval.of_difference(d, clusters, cluster=cluster, bound=bound))
+    mean = _mean_interval(d[keep], [key for key, kept in zip(clusters, keep, strict=True) if kept], cluster, bound)
     described = mean.at(1 - ALPHA)
     warnings = [described["warning"]] if described["warning"] else []
     if keep.any() and flips.smallest_p() > ALPHA:
@@ -56,6 +54,19 @@ def paired_delta(differences: Sequence[float], clusters: Sequence[Hashable], *, 
                           f"({described['method']})", "warning": "; ".join(warnings)}
     return {"delta": float(scale * d[keep].mean()) if keep.any() else math.nan, "ci95": interval,
             "p": max(flips.p_value(), mean.p_value()) if keep.any() else math.nan, "n": int(keep.sum())}
+
+
+def _mean_interval(d: np.ndarray, clusters: Sequence[Hashable], cluster: str,
+                   bound: float | None) -> rs.Interval:
+    """The interval of the mean difference: for differences of 0/1 answers (``bound`` 1) the difference of two
+    proportions' (:func:`~pathbind_metrics.resampling.difference_interval`); for others the cluster jackknife's,
+    except that differences within [−``bound``, ``bound``] that are all the same, where the jackknife sees no spread
+    and would give a point, take the difference interval too. (On ΔMG's five values the difference interval's
+    parts are conservative: it found a planted 25-point ΔMG on 40 images in 83 of 100 data sets, the jackknife's
+    in 98.)"""
+    if bound is not None and (bound == 1 or d.size == 0 or d.min() == d.max()):
+        return rs.Interval.of_difference(d, clusters, cluster=cluster, bound=bound)
+    return rs.Interval.of_mean(d, clusters, cluster=cluster)
 
 
 def ranking_agreement(scores: Mapping[str, Sequence[float]], reference: str) -> dict[str, float]:

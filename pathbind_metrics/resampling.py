@@ -435,8 +435,3 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 def mean_of(column: int, count: int, scale: float = 1.0) -> Statistic:
     """The mean of one column: ``scale * sums[column] / sums[count]`` (``count`` a column of ones)."""
     return lambda sums: scale * (sums[..., column] / sums[..., count])
-
-
-def difference_of_means(first: int, second: int, count: int, scale: float = 1.0) -> Statistic:
-    """``mean(first) − mean(second)`` over the same items, each scaled as :func:`mean_of` scales it."""
-    return lambda sums: scale * (sums[..., first] / sums[..., count]) - scale * (sums[..., second] / sums[..., count])
