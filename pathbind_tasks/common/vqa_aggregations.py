@@ -132,28 +132,27 @@ def _intervals(records: Records, dimension: str | None = None) -> dict[str, Any]
     """A task's condition set holds text (full), ablations, or the image alone: the intervals of what it ran."""
     image, text = _records_by_id(records, "image", dimension), _records_by_id(records, "text", dimension)
     if text:
-        return {"acc_image": _interval(image, text, "with the image"),
-                "acc_text": _interval(image, text, "under the other condition"),
-                "mg": _interval(image, text, "difference")}
-    intervals = {"acc_image": _interval(image, image, "with the image")}
+        return _paired_intervals(image, text, {"acc_image": "with", "acc_text": "without", "mg": "difference"})
+    intervals = _paired_intervals(image, image, {"acc_image": "with"})
     for condition in ABLATION_CONDITIONS:
         ablated = _records_by_id(records, condition, dimension)
         if ablated:
-            intervals[f"drop_{condition}"] = _interval(image, ablated, "difference")
+            intervals |= _paired_intervals(image, ablated, {f"drop_{condition}": "difference"})
     return intervals
 
 
-def _interval(image: dict[str, Mapping], other: dict[str, Mapping], measure: str) -> dict[str, Any]:
-    """Over the items answered under both conditions, by their clusters: the interval of the accuracy (%) with the
-    image or under the other condition, or of the difference between the two (points)."""
+def _paired_intervals(image: dict[str, Mapping], other: dict[str, Mapping], measures: dict[str, str]) -> dict[str, Any]:
+    """Over the items answered under both conditions, by their clusters, the interval of each of ``measures``: the
+    accuracy (%) ``with`` the image or ``without`` it (under the other condition), or the ``difference`` between
+    the two (points)."""
     ids = sorted(image.keys() & other.keys())
     keys, cluster = cluster_keys([image[i] for i in ids])
-    first = np.array([float(image[i]["correct"]) for i in ids])
-    second = np.array([float(other[i]["correct"]) for i in ids])
-    if measure == "difference":
-        return rs.difference_interval(first - second, keys, cluster=cluster, scale=100.0)
-    accuracy = first if measure == "with the image" else second
-    return rs.mean_interval(accuracy, keys, cluster=cluster, scale=100.0, proportion=100.0)
+    correct = {"with": np.fromiter((image[i]["correct"] for i in ids), dtype=float, count=len(ids)),
+               "without": np.fromiter((other[i]["correct"] for i in ids), dtype=float, count=len(ids))}
+    return {name: rs.difference_interval(correct["with"] - correct["without"], keys, cluster=cluster, scale=100.0)
+            if kind == "difference" else
+            rs.mean_interval(correct[kind], keys, cluster=cluster, scale=100.0, proportion=100.0)
+            for name, kind in measures.items()}
 
 
 REPLACEMENTS = ("blank", "swap_same", "swap_cross")  # the real image replaced by a blank or another item's image
