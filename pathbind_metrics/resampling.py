@@ -14,13 +14,16 @@ from 3 clusters up):
   interval of independent items, which a few clusters that agree by chance would otherwise give.
 - with ``proportion``: the Korn–Graubard interval, Clopper–Pearson on the effective number of items (items over
   the design effect, scaled by (t_items / t_df)²), which stays inside [0, 100] and has width at 0% or 100%.
+- :func:`difference_interval`: a difference of two proportions over the same items (MG, a drop), the MOVER of the
+  Korn–Graubard intervals of the shares gaining and losing: width wherever its parts have it, skewed near a bound.
+- :class:`Interval`: the level-free part of each, its bounds at any level and the p-value of the test it inverts.
 - :func:`sign_flip_p`: a cluster sign-flip test, exact (every sign pattern) up to 13 clusters;
-  :func:`sign_flip_interval`: the values of the mean it does not reject, so interval and p-value agree.
+  :meth:`SignFlips.interval`: the values of the mean it does not reject, so interval and p-value agree.
 
-Each interval says what it resampled and warns where clusters are few (< 20) or one holds more than 10% of the
-items. A statistic is a function of column totals: ``statistic(sums)`` maps ``sums[..., k]`` (the totals of ``k``
-per-item columns) to the measure, e.g. ``100 * sums[..., 0] / sums[..., 1]`` for an accuracy over the columns
-(correct, 1).
+Each interval says what it resampled and warns where clusters are few (< 20), one holds more than 10% of the
+items, or so few degrees of freedom are left that it is wide. Memory and time are linear in the items. A statistic
+is a function of column totals: ``statistic(sums)`` maps ``sums[..., k]`` (the totals of ``k`` per-item columns)
+to the measure, e.g. ``100 * sums[..., 0] / sums[..., 1]`` for an accuracy over the columns (correct, 1).
 """
 
 from __future__ import annotations
@@ -34,7 +37,6 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 Statistic = Callable[[np.ndarray], np.ndarray]
-DRAWS_PER_CHUNK = 1 << 22  # cluster indices drawn at once (32 MB), whatever the number of resamples
 FEW_CLUSTERS = 20  # below this many clusters an interval warns that its level rests on the small-sample correction
 DOMINANT_SHARE = 0.10  # a cluster holding more than this share of the items makes the others count for less
 WIDE_DF = 3.0  # fewer degrees of freedom than this (t above 3.2): an interval says why it is wide
@@ -313,21 +315,6 @@ def cluster_warning(sizes: np.ndarray, cluster: str, df: float = math.nan) -> st
 
 def _ratio(clustered: float, items: float) -> float:
     return clustered / items if items > 0 and math.isfinite(clustered) else math.nan
-
-
-def resampled(statistic: Statistic, totals: np.ndarray, n_resamples: int, seed: int | tuple[int, ...]) -> np.ndarray:
-    """``statistic`` of ``n_resamples`` draws of ``len(totals)`` rows with replacement (seeded; drawn in chunks
-    that continue one random stream, so the draws do not depend on the chunk size)."""
-    rng = np.random.default_rng(seed)
-    per_chunk = max(1, DRAWS_PER_CHUNK // max(1, len(totals)))
-    values = []
-    for start in range(0, n_resamples, per_chunk):
-        draws = rng.integers(0, len(totals), (min(per_chunk, n_resamples - start), len(totals)))
-        # One 2-D gather and sum per column: the same pairwise sums an item bootstrap's mean takes.
-        sums = np.stack([totals[:, k][draws].sum(axis=1) for k in range(totals.shape[1])], axis=-1)
-        with np.errstate(divide="ignore", invalid="ignore"):  # an undefined draw is NaN, left out of the interval
-            values.append(statistic(sums))
-    return np.concatenate(values)
 
 
 # ------------------------------------------------------------------------------------------ sign-flip tests

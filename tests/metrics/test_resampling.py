@@ -76,18 +76,6 @@ def test_clusters_of_unequal_size_weigh_by_their_items_and_lower_the_degrees_of_
     dominant = np.array([60.0, 60.0, *[3.0] * 18])
     assert 1 < rs.bell_mccaffrey_df(dominant) < 4
     assert rs.cluster_warning(dominant, "image") == "one image holds 34% of the items (> 10%)"
-    draws = rs.resampled(rs.mean_of(0, 1), np.array([[9.0, 9.0], [0.0, 1.0]]), 500, 0)
-    assert set(np.round(draws, 12)) == {1.0, 0.0, 0.9}
-
-
-def test_chunked_draws_equal_one_draw():
-    totals = np.random.default_rng(1).random((300, 2))
-    whole = rs.resampled(rs.mean_of(0, 1), totals, 64, 4)
-    saved, rs.DRAWS_PER_CHUNK = rs.DRAWS_PER_CHUNK, 300 * 5  # five resamples per chunk
-    try:
-        assert np.array_equal(rs.resampled(rs.mean_of(0, 1), totals, 64, 4), whole)
-    finally:
-        rs.DRAWS_PER_CHUNK = saved
 
 
 def test_a_proportion_at_100_percent_keeps_a_lower_bound():
