@@ -80,8 +80,10 @@ class Interval:
         low, high = 1e-12, 1 - 1e-12
         if math.isnan(self.bounds(0.5)[0]):
             return math.nan
-        if excludes(low) or not excludes(high):
-            return low if excludes(low) else 1.0
+        if excludes(low):
+            return low
+        if not excludes(high):
+            return 1.0
         while high - low > 1e-12 * high:
             middle = (low + high) / 2
             low, high = (low, middle) if excludes(middle) else (middle, high)
