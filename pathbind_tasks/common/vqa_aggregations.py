@@ -43,7 +43,7 @@ class _Answers:
         chosen = list(_records_by_id(records, condition, dimension).values())
         keys, self.cluster = cluster_keys(chosen)
         self.ids = np.array([r["id"] for r in chosen], dtype=str)
-        self.keys = np.array(keys, dtype=str)
+        self.keys = np.array(keys, dtype=object)  # gathered, never sorted: the records' own strings
         self.correct = np.fromiter((bool(r["correct"]) for r in chosen), dtype=float, count=len(chosen))
         self.valid = np.fromiter((bool(r["valid"]) for r in chosen), dtype=bool, count=len(chosen))
         self.parsed = np.array([r.get("parsed") for r in chosen], dtype=object)
