@@ -31,12 +31,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness_scale import run_child  # this script's folder is first on the path
+from harness_scale import run_child, write_path_vqa_columns  # this script's folder is first on the path
 
 
 def write_yes_no(folder: Path, items: int) -> Path:
     """``items`` Path-VQA rows (image, question, answer), every row a yes/no question on a PNG of its own."""
-    import datasets
     from PIL import Image
 
     def png(i: int) -> bytes:
@@ -44,15 +43,10 @@ def write_yes_no(folder: Path, items: int) -> Path:
         Image.new("RGB", (8, 8), (i % 256, (i // 256) % 256, (i // 65536) % 256)).save(buffer, format="PNG")
         return buffer.getvalue()
 
-    columns = {"image": [{"bytes": png(i), "path": f"test_{i}.png"} for i in range(items)],
-               "question": [f"is there necrosis in field {i}?" for i in range(items)],
-               "answer": ["yes" if i % 3 else "no" for i in range(items)]}
-    features = datasets.Features({"image": datasets.Image(), "question": datasets.Value("string"),
-                                  "answer": datasets.Value("string")})
-    path = folder / "path_vqa" / "test.parquet"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    datasets.Dataset.from_dict(columns, features=features).to_parquet(str(path))
-    return path
+    return write_path_vqa_columns(folder, {
+        "image": [{"bytes": png(i), "path": f"test_{i}.png"} for i in range(items)],
+        "question": [f"is there necrosis in field {i}?" for i in range(items)],
+        "answer": ["yes" if i % 3 else "no" for i in range(items)]})
 
 
 def harness_run(items: int, scratch: Path) -> dict[str, Any]:
