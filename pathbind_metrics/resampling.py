@@ -105,10 +105,15 @@ class Interval:
         effect = _ratio(variance, items)
         df = bell_mccaffrey_df(sizes, working_icc(effect, sizes))
         described = _described(cluster, sizes, len(rows), effect, df)
-        if proportion is not None:
+        alike = variance == 0 and items == 0 and all(map(math.isfinite, bounds))  # every item the same value
+        if proportion is not None or alike:
+            # A mean within finite bounds whose items all agree: the jackknife sees no spread, and would give a
+            # point; its place between the bounds is a proportion whose interval has width (Kish's clusters).
+            origin, reach = (0.0, proportion) if proportion is not None else (bounds[0], bounds[1] - bounds[0])
+
             def scaled(level: float) -> tuple[float, float]:
-                low, high = korn_graubard(estimate / proportion, variance / proportion**2, sizes, df, level)
-                return low * proportion, high * proportion
+                low, high = korn_graubard((estimate - origin) / reach, variance / reach**2, sizes, df, level)
+                return origin + low * reach, origin + high * reach
 
             return cls({**described, "method": "Korn–Graubard (Clopper–Pearson on effective n)"}, scaled)
 
@@ -174,9 +179,10 @@ def cluster_interval(statistic: Statistic, columns: ArrayLike, clusters: Sequenc
     "df": <degrees of freedom>, "method", "warning": <"" or why the level is less certain or the interval wide>}``.
 
     The estimate ± t·SE, or with ``proportion`` (the statistic is a proportion times this, 100 for a percentage)
-    the Korn–Graubard interval. ``bounds``: the statistic's possible range, which the interval does not leave.
-    NaN bounds for fewer than two clusters or where leaving a cluster out leaves the statistic undefined; a NaN
-    design effect where the items do not vary.
+    the Korn–Graubard interval. ``bounds``: the statistic's possible range, which the interval does not leave;
+    where both are finite and every item has the same value (no spread for the jackknife: a point), the
+    Korn–Graubard interval of the estimate's place between them. NaN bounds for fewer than two clusters or where
+    leaving a cluster out leaves the statistic undefined; a NaN design effect where the items do not vary.
     """
     found = Interval.of_statistic(statistic, columns, clusters, cluster=cluster, proportion=proportion,
                                   bounds=bounds)

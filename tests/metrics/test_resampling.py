@@ -118,6 +118,12 @@ def test_no_items_and_constant_items():
     assert math.isnan(empty["low"]) and empty["clusters"] == 0 and math.isnan(empty["design_effect"])
     constant = rs.mean_interval([1.0] * 6, list("aabbcc"), cluster="image")
     assert (constant["low"], constant["high"]) == (1.0, 1.0) and math.isnan(constant["design_effect"])
+    # Within finite bounds (a Dice, an entity recall), the same value on every item is no point: 0 on 12 images
+    # is Clopper–Pearson's 0 of 12 (scipy's exact binomial interval).
+    nothing = rs.cluster_interval(rs.mean_of(0, 1, 100.0), np.column_stack([np.zeros(12), np.ones(12)]),
+                                  list(range(12)), cluster="image", bounds=(0.0, 100.0))
+    reference = stats.binomtest(0, 12).proportion_ci(method="exact")
+    assert (nothing["low"], nothing["high"]) == pytest.approx((0.0, 100 * reference.high))
     single = rs.mean_interval([1.0, 0.0, 1.0], ["a"] * 3, cluster="image")  # every item on one image
     assert math.isnan(single["low"]) and (single["clusters"], single["items"]) == (1, 3)
     with pytest.raises(ValueError, match="3 items but 2 cluster keys"):
