@@ -91,7 +91,6 @@ def process_results(doc, results):
 
 def write_path_vqa(folder: Path, items: int) -> Path:
     """``items`` Path-VQA rows (image, question, answer) in one parquet file; every tenth row open-ended."""
-    import datasets
     from PIL import Image
 
     pngs = []
@@ -105,6 +104,13 @@ def write_path_vqa(folder: Path, items: int) -> Path:
         "question": [f"what organ is shown in slide {i}?" if o else f"is there necrosis in field {i}?"
                      for i, o in enumerate(open_ended)],
         "answer": ["liver" if o else ("yes" if i % 3 else "no") for i, o in enumerate(open_ended)]}
+    return write_path_vqa_columns(folder, columns)
+
+
+def write_path_vqa_columns(folder: Path, columns: dict[str, list]) -> Path:
+    """Path-VQA's ``test.parquet`` (image, question, answer) under ``folder/path_vqa``, as ``datasets`` writes it."""
+    import datasets
+
     features = datasets.Features({"image": datasets.Image(), "question": datasets.Value("string"),
                                   "answer": datasets.Value("string")})
     path = folder / "path_vqa" / "test.parquet"

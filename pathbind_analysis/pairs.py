@@ -130,23 +130,25 @@ def vqa_changes(task: str, runs: tuple[Any, Any], first: dict[str, dict[str, dic
     g, t = ([a[i] for i in items] for a in (first, second))
     paired = [k for k in range(len(items)) if "image" in g[k] and "image" in t[k]]
     rows = [_row(task, "ΔAcc", [g[k]["image"] for k in paired],
-                 [float(t[k]["image"]["correct"]) - float(g[k]["image"]["correct"]) for k in paired], 100, options)]
+                 [float(t[k]["image"]["correct"]) - float(g[k]["image"]["correct"]) for k in paired], 100, options,
+                 bound=1.0)]
     both = [k for k in paired if "text" in g[k] and "text" in t[k]]
     if both:
         rows.append(_row(task, "ΔMG", [g[k]["image"] for k in both], [_gain(t[k]) - _gain(g[k]) for k in both], 100,
-                         options))
+                         options, bound=2.0))
     return rows
 
 
 def _row(task: str, measure: str, records: list[dict[str, Any]], differences: list[float], scale: float,
-         options: dict[str, int]) -> dict[str, Any]:
-    """The paired change over ``records`` (whose clusters are resampled) with per-item ``differences``."""
+         options: dict[str, int], bound: float | None = None) -> dict[str, Any]:
+    """The paired change over ``records`` (whose clusters are resampled) with per-item ``differences``, a
+    difference of proportions within [−``bound``, ``bound``] where one is given."""
     from pathbind_metrics.pairs import paired_delta
     from pathbind_tasks.common.clusters import cluster_keys
 
     keys, cluster = cluster_keys(records)
     return {"task": task, "measure": measure,
-            **paired_delta(differences, keys, cluster=cluster, scale=scale, **options)}
+            **paired_delta(differences, keys, cluster=cluster, scale=scale, bound=bound, **options)}
 
 
 def _gain(answers: dict[str, dict[str, Any]]) -> float:

@@ -5,7 +5,6 @@ table (the audit's Table 1) joined from a CSV."""
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +13,6 @@ from pathbind_analysis.report.fmt import cells
 from pathbind_analysis.report.published import published_table, read_published
 from pathbind_analysis.report.runs import Run
 from pathbind_metrics.leakage import CLEAN, PARTITIONS, PATIENT
-from pathbind_metrics.resampling import FEW_CLUSTERS
 
 
 def leakage_section(runs: list[Run], audits: list[Path], out: Path, published: list[Path] | None = None) -> Section:
@@ -44,63 +42,28 @@ def leakage_section(runs: list[Run], audits: list[Path], out: Path, published: l
 
 
 def stratified_blocks(stratified: dict[str, Any], file: Path) -> list[Table | Note]:
-    """The audit's metrics by leak status (its Table 2 form), a stratum of fewer than 20 cases marked ``(!)`` and the
-    power note saying which rows rest on such strata."""
+    """The audit's metrics by leak status (its Table 2 form), a stratum whose interval rests on few cases or one
+    dominant case marked ``(!)``, and the power note saying why for each such stratum."""
+    from pathbind_analysis.audit.leakage.report import by_train_and_metric, stratum_cells
+
     rows = stratified.get("rows") or []
     binary = set(stratified.get("binary_metrics") or [])
     blocks: list[Table | Note] = []
-    for (train, metric), group in _grouped(rows).items():
+    for (train, metric), group in by_train_and_metric(rows):
         scale = 100.0 if metric in binary else 1.0
-        table = [cells([row["subset"], *(_cell(row[p], scale) for p in PARTITIONS), _gap(row["gap"], scale)])
-                 for row in group]
+        table, flagged = [], []
+        for row in group:
+            shown, warnings = stratum_cells(row, scale)
+            table.append(cells([row["subset"], *shown]))
+            flagged += warnings
         blocks.append(Table(f"{metric} by leak status against {train} ({file.name}; 95% intervals resample cases)",
                             ["subset", *PARTITIONS, f"gap {PATIENT} − {CLEAN} [95% CI]"], table))
-        small = [f"{row['subset']} ({few})" for row in group if (few := _few_cases(row))]
-        if small:
-            blocks.append(Note(f"Power: {metric} against {train}: {'; '.join(small)}. A stratum of fewer than "
-                               f"{FEW_CLUSTERS} cases (marked (!)) is too small for its interval: a percentile "
-                               "bootstrap over so few cases covers less than its 95%, and one of 2 cases can print a "
-                               "point for an interval; such rows cannot show a gap either way (the audit's Table 2 "
-                               "reads only the strata with adequate power)."))
+        if flagged:
+            blocks.append(Note(f"Power: {metric} against {train}: {'; '.join(flagged)}. A stratum marked (!) has "
+                               "an interval that rests on few cases or one dominant case: it is wide for that "
+                               "reason, and a gap beside it cannot be shown either way (the audit's Table 2 reads "
+                               "only the strata with adequate power)."))
     return blocks
-
-
-def _few_cases(row: dict[str, Any]) -> str:
-    """The gap's strata that hold some but fewer than :data:`FEW_CLUSTERS` cases, with their counts ("" if none)."""
-    counts = [(part, row[part]["clusters"]) for part in (PATIENT, CLEAN)]
-    return ", ".join(f"{part}: {n} case{'s' * (n != 1)}" for part, n in counts if 0 < n < FEW_CLUSTERS)
-
-
-def _grouped(rows: list[dict[str, Any]]) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
-    for row in rows:
-        grouped.setdefault((row["train"], row["metric"]), []).append(row)
-    return grouped
-
-
-def _cell(part: dict[str, Any], scale: float) -> str:
-    if not part.get("n"):
-        return "– (n=0)"
-    flag = " (!)" if part["clusters"] < FEW_CLUSTERS else ""
-    bounds = (f" [{_value(part['ci_low'], scale)}, {_value(part['ci_high'], scale)}]"
-              if _finite(part.get("ci_low")) else " [n/a]")
-    return f"{_value(part['mean'], scale)}{bounds} (n={part['n']}, {part['clusters']} cases){flag}"
-
-
-def _gap(gap: dict[str, Any], scale: float) -> str:
-    if not _finite(gap.get("mean")):
-        return "n/a"
-    bounds = f"[{_value(gap['ci_low'], scale, '+')}, {_value(gap['ci_high'], scale, '+')}]" \
-        if _finite(gap.get("ci_low")) else "[n/a]"
-    return f"{_value(gap['mean'], scale, '+')} {bounds}"
-
-
-def _value(value: float, scale: float, sign: str = "") -> str:
-    return format(scale * value, f"{sign}.1f" if scale == 100.0 else f"{sign}.3g")
-
-
-def _finite(value: Any) -> bool:
-    return isinstance(value, int | float) and math.isfinite(value)
 
 
 def _audit(file: Path) -> dict[str, Any] | str:

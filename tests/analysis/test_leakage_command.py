@@ -51,7 +51,7 @@ def report(tmp_path_factory):
     done = audit(root, "--train", "A=corpus_a.txt", "--train", "B=corpus_b.csv", "--train", "C=corpus_c.json",
                  "--train", "C=corpus_c.jsonl", "--test", "bench=bench.tsv:slide", "--test", "vqa=vqa_samples.jsonl",
                  "--test", "bcnb=bcnb.csv", "--samples", "vqa_samples.jsonl", "--by", "category",
-                 "--n-resamples", "500", "--out", "out", "--json", "report.json")
+                 "--out", "out", "--json", "report.json")
     assert done.returncode == 0, done.stderr
     return {"root": root, "out": root / "out", "json": json.loads((root / "report.json").read_text()),
             "stdout": done.stdout, "stderr": done.stderr}
@@ -159,7 +159,7 @@ def test_samples_are_stratified_by_leak_status_in_table_2_form(report):
     assert (micro["patient-leaked"]["n"], micro["clean"]["n"], micro["clean"]["mean"]) == (3, 1, 1.0)
     table = (report["out"] / "stratified.md").read_text()
     assert "## exact_match against training inventory A" in table
-    assert "| all | 100.0% [n/a] (n=6, 1 cases) | 50.0%" in table and "+75.0 [n/a]" in table
+    assert "| all | 100.0% [n/a] (n=6, 1 cases) | 50.0%" in table and "+75.0 [n/a] |" in table
     assert [row[p]["clusters"] for p in ("patient-leaked", "site-leaked", "clean")] == [1, 1, 1]
     assert "1 of 13 samples without a TCGA barcode in doc field 'slide_id'" in table
 
@@ -195,6 +195,21 @@ def test_an_unknown_metric_lists_the_log_s_metrics(tmp_path):
     assert "no per-sample metric 'acc'; metrics in the log: exact_match, correct" in done.stderr
 
 
+def test_a_stratum_too_small_for_its_interval_is_flagged_in_the_table():
+    """Two clean cases at 50% each: the table prints a wide interval, not [50.0, 50.0], marks it (!) and says
+    why under the table."""
+    from pathbind_analysis.audit.leakage.report import stratified_markdown
+    from pathbind_metrics.leakage import stratified_metric
+
+    cases = ["TCGA-AA-0001"] * 2 + ["TCGA-AA-0002"] * 2 + [f"TCGA-BB-{k:04d}" for k in range(40)]
+    values = [1.0, 0.0, 1.0, 0.0] + [1.0, 0.0] * 20
+    table = stratified_metric(values, ["clean"] * 4 + ["patient-leaked"] * 40, clusters=cases, proportion=1.0)
+    text = stratified_markdown([{"train": "A", "metric": "correct", "subset": "all", **table}], {"correct"}, [])
+    row = next(line for line in text.splitlines() if line.startswith("| all |"))
+    assert "[50.0, 50.0]" not in row and "(n=4, 2 cases) (!)" in row and "(n=40, 40 cases) |" in row
+    assert "- (!) all, clean: only 2 case clusters (< 20); so its t has 1.0 degrees of freedom" in text
+
+
 def test_a_site_split_keeps_every_site_in_one_fold_and_places_no_unknown_id(tmp_path):
     """--site-split alone: every TCGA entry of the inventory gets the fold of its site, siblings and re-spellings
     of one slide together; ids without a barcode are in no fold, each with the reason; folds balance by slides."""
@@ -226,16 +241,25 @@ def test_a_site_split_asks_for_no_more_folds_than_sites(tmp_path):
 
 
 def test_the_report_flags_strata_too_small_for_their_interval(report, tmp_path):
-    """The stratified table in the report: every stratum of fewer than 20 cases is marked, and the power note names
-    the subsets whose gap rests on one."""
+    """The stratified table in the report: the audit's table (a one-case stratum n/a), and a stratum of two cases
+    marked (!) with a power note naming it and its reason."""
     from pathbind_analysis.report import build_report
+    from pathbind_analysis.report.leakage import stratified_blocks
+    from pathbind_metrics.leakage import stratified_metric
 
     run_dir = write_run(tmp_path / "run")
     build_report([run_dir], tmp_path / "out", overlays=0, audits=[report["root"] / "report.json"])
     markdown = (tmp_path / "out" / "report.md").read_text()
     assert "**exact_match by leak status against A (report.json; 95% intervals resample cases)**" in markdown
-    assert "(!)" in markdown
-    assert "Power: exact_match against A: all (patient-leaked: 1 case, clean: 1 case)" in markdown
+    assert "[n/a]" in markdown
+    cases = ["TCGA-AA-0001"] * 2 + ["TCGA-AA-0002"] * 2 + [f"TCGA-BB-{k:04d}" for k in range(40)]
+    values = [1.0, 0.0, 1.0, 0.0] + [1.0, 0.0] * 20
+    table = stratified_metric(values, ["clean"] * 4 + ["patient-leaked"] * 40, clusters=cases, proportion=1.0)
+    blocks = stratified_blocks({"rows": [{"train": "A", "metric": "correct", "subset": "all", **table}],
+                                "binary_metrics": ["correct"]}, tmp_path / "leakage.json")
+    row = blocks[0].rows[0]
+    assert row[2].text.endswith("(n=4, 2 cases) (!)") and "[50.0, 50.0]" not in row[2].text
+    assert blocks[1].text.startswith("Power: correct against A: all, clean: only 2 case clusters")
 
 
 def test_published_accuracy_sits_beside_the_audited_overlap_in_the_papers_colours(tmp_path):

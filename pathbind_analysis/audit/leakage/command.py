@@ -40,8 +40,6 @@ def add_audit_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--by", action="append", metavar="FIELD",
                         help="doc field whose values split the stratified table (repeatable, e.g. the question "
                              "category)")
-    parser.add_argument("--n-resamples", type=int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
-    parser.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR",
                         help="folder for the tables, heat map, partitions and listings")
     parser.add_argument("--json", type=Path, metavar="OUT", help="machine-readable report (default OUT/leakage.json)")
@@ -60,8 +58,6 @@ def _run(args: argparse.Namespace) -> int:
     from pathbind_analysis.audit.leakage.matrix import group_sources, run_audit
     from pathbind_analysis.audit.leakage.samples import read_samples
 
-    if args.n_resamples < 1:
-        raise InventoryError("--n-resamples must be at least 1")
     if bool(args.train) != bool(args.test) or not (args.train or args.site_split):
         raise InventoryError("give --train and --test inventories (the overlap audit), --site-split (a site-disjoint "
                              "split), or both")
@@ -140,7 +136,7 @@ def _stratified_report(samples: Samples, audit: Audit, args: argparse.Namespace,
     from pathbind_analysis.audit.leakage.report import stratified_markdown
     from pathbind_analysis.audit.leakage.samples import stratify
 
-    rows, kinds = stratify(samples, audit.trains, by=args.by, n_resamples=args.n_resamples, seed=args.seed)
+    rows, kinds = stratify(samples, audit.trains, by=args.by)
     notes = []
     if kinds["unknown"] or kinds["malformed"]:
         notes.append(f"{kinds['unknown']:,} of {len(samples.ids):,} samples without a TCGA barcode in doc field "
@@ -148,7 +144,7 @@ def _stratified_report(samples: Samples, audit: Audit, args: argparse.Namespace,
                      "stratum.")
     (out / "stratified.md").write_text(stratified_markdown(rows, samples.binary_metrics(), notes), encoding="utf-8")
     return {"samples": str(samples.path), "id_field": samples.id_field, "ids": kinds,
-            "binary_metrics": sorted(samples.binary_metrics()), "n_resamples": args.n_resamples, "seed": args.seed,
+            "binary_metrics": sorted(samples.binary_metrics()),
             "notes": notes, "rows": rows}
 
 
