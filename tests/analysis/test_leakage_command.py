@@ -258,7 +258,7 @@ def test_the_report_flags_strata_too_small_for_their_interval(report, tmp_path):
     blocks = stratified_blocks({"rows": [{"train": "A", "metric": "correct", "subset": "all", **table}],
                                 "binary_metrics": ["correct"]}, tmp_path / "leakage.json")
     row = blocks[0].rows[0]
-    assert row[2].text.endswith("(n=4, 2 cases) (!)") and "[50.0, 50.0]" not in row[2].text
+    assert row[3].text.endswith("(n=4, 2 cases) (!)") and "[50.0, 50.0]" not in row[3].text
     assert blocks[1].text.startswith("Power: correct against A: all, clean: only 2 case clusters")
 
 

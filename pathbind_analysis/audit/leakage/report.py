@@ -97,13 +97,19 @@ def stratified_markdown(rows: list[dict[str, Any]], binary: set[str], notes: lis
 def stratum_cells(row: dict[str, Any], scale: float) -> tuple[list[str], list[str]]:
     """One subset's row of the stratified table: each partition's mean with its interval and counts, then the gap;
     a cell whose interval rests on few cases or one dominant case is marked (!), and its reason is returned in the
-    second list (``"<subset>, <partition>: <warning>"``)."""
+    second list (``"<subset>, <partition>: <warning>"``). Undefined figures may be NaN or, read back from the
+    audit's JSON, null."""
+    row = {**row, **{part: _nan_for_null(row[part]) for part in (*PARTITIONS, "gap")}}
     cells = [_mean(row[p], scale) + _flag(row[p]) for p in PARTITIONS]
     gap = row["gap"]
     interval = ("[n/a]" if math.isnan(gap["ci_low"]) else
                 f"[{_signed(gap['ci_low'], scale)}, {_signed(gap['ci_high'], scale)}]")
     cells.append("n/a" if math.isnan(gap["mean"]) else f"{_signed(gap['mean'], scale)} {interval}" + _flag(gap))
     return cells, [f"{row['subset']}, {p}: {row[p]['warning']}" for p in PARTITIONS if _flag(row[p])]
+
+
+def _nan_for_null(cell: dict[str, Any]) -> dict[str, Any]:
+    return {key: math.nan if value is None else value for key, value in cell.items()}
 
 
 def _flag(cell: dict[str, Any]) -> str:
