@@ -25,10 +25,11 @@ def _seam(pm: PluginManager | None = None) -> bool:
     return installed
 
 
-def task_index(pm: PluginManager | None = None) -> tuple[dict[str, dict], str]:
-    """The index lmms-eval's hooked ``TaskManager("ERROR")`` builds (its own tasks, then the plugins' folders and
-    variants, merged by the hook's own :func:`merge_plugin_tasks`), and where its own tasks' index came from (the
-    cache, or indexed now and how long it took); ValueError when the hook cannot install."""
+def task_index(pm: PluginManager | None = None, include_path: Sequence[str] = ()) -> tuple[dict[str, dict], str]:
+    """The index lmms-eval's hooked ``TaskManager("ERROR", include_path=...)`` builds (its own tasks, the
+    ``include_path`` folders, then the plugins' folders and variants, merged by the hook's own
+    :func:`merge_plugin_tasks`), and where its own tasks' index came from (the cache, or indexed now and how long it
+    took); ValueError when the hook cannot install."""
     if not _seam(pm):
         raise ValueError("this lmms-eval's TaskManager cannot index PathBind tasks (see `pathbind doctor`)")
     from lmms_eval.tasks import TaskManager
@@ -36,6 +37,8 @@ def task_index(pm: PluginManager | None = None) -> tuple[dict[str, dict], str]:
     reader = TaskManager.__new__(TaskManager)  # only its YAML indexing is used, which reads nothing else but this
     reader.logger = logger
     builtin, origin = builtin_task_index(reader._get_task_and_group)
+    for folder in include_path:
+        builtin = {**reader._get_task_and_group(folder), **builtin}  # as initialize_tasks: the earlier wins
     pm = pm or get_plugin_manager()
     return merge_plugin_tasks(plugin_dir_reader(reader), builtin, pm.task_dirs(), pm.task_variants())[0], origin
 
