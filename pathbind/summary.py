@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from pathbind.lmms_output import ResultFile
+from pathbind.text_table import quoted
 
 COVERED = 0.9  # a headline over fewer than this share of the rows its task read is flagged
 
@@ -72,9 +73,8 @@ def unshown(result: ResultFile) -> list[str]:
     for task in sorted(result.results):
         for name, value in sorted(result.metrics(task).items()):
             if value is None or isinstance(value, str):
-                shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
-                lines.append(f"{task}: metric {name!r} is {type(value).__name__} {shown}, not a number or an "
-                             f"object: what its aggregation ({_aggregation(result, task, name)}) returned")
+                lines.append(f"{task}: metric {name!r} is {quoted(value)}, not a number or an object: what its "
+                             f"aggregation ({_aggregation(result, task, name)}) returned")
     return lines
 
 

@@ -26,10 +26,13 @@ def add_pairs_command(subparsers: argparse._SubParsersAction) -> None:
                     "a two-sided paired sign-flip test that flips the task's clusters (by default images, whose "
                     "questions are not independent) and the 95% interval of changes it does not reject, with "
                     "p-values Holm-adjusted across every row printed (all pairs, tasks and measures). Runs that "
-                    "evaluated different items or data are refused. Then "
+                    "evaluated different items or data, or another version of the task, are refused; runs of "
+                    "different lmms-eval or PathBind releases, and a folder holding several runs of a task (the "
+                    "latest is taken), are warned about. Then "
                     "Kendall's tau between the model rankings by IoU at q=0.2 and by IoU at the other thresholds "
                     "and by pixel-AP.")
-    parser.add_argument("pairs", nargs="+", metavar="GENERAL:TUNED", help="two output folders joined by ':'")
+    parser.add_argument("pairs", nargs="+", metavar="GENERAL:TUNED",
+                        help="two output folders (or results files in them, to take one of several runs) joined by ':'")
     parser.add_argument("--vqa-task", action="append", metavar="TASK",
                         help="a VQA task giving ΔAcc and ΔMG; repeat for several (default, when neither task option is "
                              f"given: {DEFAULT_VQA})")

@@ -18,6 +18,7 @@ from PIL import Image
 from tqdm import tqdm
 
 from pathbind.decoding import sampling_temperature
+from pathbind.text_table import quoted
 from pathbind.wire import MODEL_FAILED, AttentionRequest, AttentionResponse, decode_request, request_kind
 from pathbind_models import occlusion
 from pathbind_models.adapter import Adapter
@@ -41,7 +42,7 @@ class AdapterModel(lmms):
 
     A request whose document or model call fails, or whose answer is not text, is logged with its task and doc id
     and answered with ``MODEL_FAILED`` and the cause, which every PathBind task scores as an invalid answer with
-    that reason. A request whose settings sample (:func:`~pathbind_models.adapter.sampling_temperature`) is
+    that reason. A request whose settings sample (:func:`~pathbind.decoding.sampling_temperature`) is
     answered alone, after seeding torch from lmms-eval's torch seed (``--seed``), its task, document, request and
     repeat: the same answers for 1 or N processes, any batch size. A model whose ``samples`` is False refuses such
     requests in words.
@@ -92,7 +93,7 @@ class AdapterModel(lmms):
         """ValueError, before any answer, naming the task whose generation settings this model cannot honour: they
         contradict each other, or they sample and the model answers deterministically."""
         prompts = (r for r in requests if _kind(r.args[0]) == "prompt")  # an encoded request generates no text
-        for settings, task in {id(r.args[1]): (r.args[1] or {}, r.args[4]) for r in prompts}.values():
+        for task, settings in {r.args[4]: r.args[1] or {} for r in prompts}.items():  # a task's are all alike
             try:
                 temperature = sampling_temperature(settings)
             except ValueError as exc:
@@ -193,9 +194,8 @@ class AdapterModel(lmms):
         then invalid with that reason, never the run's end)."""
         if isinstance(answer, str):
             return answer
-        shown = repr(answer) if len(repr(answer)) <= 60 else repr(answer)[:57] + "..."
-        raise TypeError(f"{type(self.adapter).__name__}.generate returned {type(answer).__name__} {shown}, not the "
-                        "answer's text (a str)")
+        raise TypeError(f"{type(self.adapter).__name__}.generate returned {quoted(answer)}, not the answer's text "
+                        "(a str)")
 
     def _seed(self, request: Instance, repeat: int) -> int:
         """The seed of one sampled answer: lmms-eval's torch seed, the task, document, request and repeat."""

@@ -14,7 +14,8 @@ fingerprinted there.
 - :mod:`~pathbind.lmms.tasks`: ``TaskManager`` (plugin task folders, ``PATHBIND_DATA``, declared metric lists and
   task variants, build errors that name the task);
 - :mod:`~pathbind.lmms.queries`: what PathBind's commands ask of lmms-eval's task machinery (the task index, a task
-  YAML, a task's documents), with the seam installed;
+  YAML, a task's documents), with the seam installed; :mod:`~pathbind.lmms.index`: the task index itself, read
+  without building a ``TaskManager``;
 - :mod:`~pathbind.lmms.running`: the task a task function runs for and its row ledger, handed to it explicitly;
 - :mod:`~pathbind.lmms.evaluate`: skipped tasks and conditions, ``results["pathbind"]``;
 - :mod:`~pathbind.lmms.table`: the console table; :mod:`~pathbind.lmms.cache`: ``--use_cache`` for PathBind models;

@@ -64,7 +64,8 @@ def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
         task_dict, lm, cli_args = call.arguments["task_dict"], call.arguments["lm"], call.arguments.get("cli_args")
         if _pathbind_in_run(task_dict, lm):
             require_compatible_lmms_eval()
-        refuse_unusable_settings(leaf_tasks(task_dict), call.arguments.get("limit"))
+        refuse_unusable_settings([name for name, task in leaf_tasks(task_dict) if _shows_no_examples(task)],
+                                 call.arguments.get("limit"))
         kept, skipped = _supported_tasks(task_dict, lm, cli_args)
         # Before conditions are dropped: the record is of the data as loaded; on rank 0 only, which alone gets
         # the results (the other ranks would hash the same files for nothing).
@@ -106,6 +107,13 @@ def _running(task_dict: Mapping[Any, Any]) -> list[RunningTask]:
             found.generation, found.failures = dict(settings or {}), []
             running.append(found)
     return running
+
+
+def _shows_no_examples(task: Any) -> bool:
+    """A PathBind task asked for few-shot examples it has none of (no ``fewshot_config``: no sampler)."""
+    wanted = getattr(getattr(task, "config", None), "num_fewshot", None)
+    asked = isinstance(wanted, int) and wanted > 0
+    return asked and bool(running_tasks(task)) and getattr(task, "sampler", None) is None
 
 
 def _pathbind_in_run(task_dict: Mapping[Any, Any], lm: Any) -> bool:

@@ -19,6 +19,7 @@ from typing import Any
 from loguru import logger
 
 from pathbind.lmms.running import InTask, RunningTask
+from pathbind.text_table import quoted
 
 
 class CheckedAggregation(InTask):
@@ -34,8 +35,7 @@ class CheckedAggregation(InTask):
         except Exception as exc:
             return self._failed(f"raised {type(exc).__name__}: {exc}")
         if value is None or isinstance(value, str):
-            shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
-            return self._failed(f"returned {type(value).__name__} {shown}, not a number or a JSON object")
+            return self._failed(f"returned {quoted(value)}, not a number or a JSON object")
         return value
 
     def _failed(self, what: str) -> float:

@@ -19,10 +19,10 @@ def unknown_tasks(requested: Sequence[str], include_path: Sequence[str] = ()) ->
     if not names:
         return ""
     from pathbind.catalog import plugin_tasks
-    from pathbind.lmms.queries import task_index
+    from pathbind.lmms.index import read_task_index
     from pathbind.plugins import get_plugin_manager
 
-    index, _ = task_index(include_path=include_path)
+    index, _ = read_task_index(include_path=include_path)
     unknown = [name for name in dict.fromkeys(names) if name not in index]
     if not unknown:
         return ""

@@ -46,7 +46,7 @@ def test_python_m_lmms_eval_names_the_close_tasks_after_lmms_evals_own_error(tmp
     (("--limit", "0"), "SettingError: --limit 0 selects no document of any task: give --limit N (N documents of each "
                        "task, or a fraction of them between 0 and 1), or leave --limit out"),
     (("--num_fewshot", "1", "--limit", "2"),
-     f"SettingError: --num_fewshot 1: task(s) {TASK} have no few-shot examples to show (their YAML declares no "
+     f"SettingError: --num_fewshot: task(s) {TASK} have no few-shot examples to show (their YAML declares no "
      "fewshot_config; PathBind's tasks ask every question zero-shot, as the protocol does): leave --num_fewshot out"),
 ])
 def test_a_setting_no_task_can_honour_is_refused_in_words(tmp_path, arguments, words):
