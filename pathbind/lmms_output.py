@@ -141,7 +141,8 @@ class TaskRun:
 def task_run(path: Path, task: str) -> TaskRun:
     """The run of ``task`` in ``path`` (a results file, or an output folder: the latest of its results files that
     holds the task); ValueError naming what the path holds instead when none does, ResultsError for a given file
-    that is not a results file. Unreadable results files below a folder are passed over (and named)."""
+    that is not a results file. Unreadable results files below a folder are passed over (named when no file holds
+    the task)."""
     files = [path] if path.is_file() else list(reversed(by_date(find_results([path]))))
     holding, held, unreadable = [], set(), []
     for file in files:
