@@ -227,9 +227,9 @@ def _comparable(general: Path, tuned: Path, task: str, option: str) -> None:
 
 def _why_no_record(run: ResultFile, task: str) -> str:
     if not run.data:
-        return (f"{run.path} records the data of no task: a run without PathBind installed, or by a PathBind from "
-                "before it recorded data")
-    return f"{run.path} records the data of {', '.join(sorted(run.data))} only: {task} is not a PathBind task"
+        return (f"{run.path} holds no PathBind record of the data: run without PathBind installed, or from before it "
+                "recorded data")
+    return f"{run.path} records other tasks' data ({', '.join(sorted(run.data))}): {task} is not a PathBind task"
 
 
 def _warn(message: str) -> None:

@@ -75,11 +75,11 @@ class AdapterModel(lmms):
         """Answers in request order, one unit of :meth:`cache_units` at a time. Contexts that are requests
         (``pathbind.wire``) get encoded answers, exempt from the stop sequences; the others are answered in
         batches (same image count and settings within a unit) and cut at their stop sequences."""
-        self._check_decoding(requests)
+        sampled = self._check_decoding(requests)
         outputs: dict[int, str] = {}
         encoded: set[int] = set()
         docs = RequestDocuments(self.task_dict, requests)
-        repeats = _repeat_numbers(requests)
+        repeats = _repeat_numbers(requests) if sampled else []
         with tqdm(total=len(requests), desc=f"{type(self).__name__} generate",
                   disable=self.rank != 0 or not self.show_progress) as bar:
             for start, stop in self.cache_units("generate_until", requests):
@@ -89,10 +89,12 @@ class AdapterModel(lmms):
                 else cut_at_stops(outputs[i], (r.args[1] or {}).get("until"))
                 for i, r in enumerate(requests)]
 
-    def _check_decoding(self, requests: list[Instance]) -> None:
-        """ValueError, before any answer, naming the task whose generation settings this model cannot honour: they
-        contradict each other, or they sample and the model answers deterministically."""
+    def _check_decoding(self, requests: list[Instance]) -> bool:
+        """Whether any prompt is to be sampled; ValueError, before any answer, naming the task whose generation
+        settings this model cannot honour: they contradict each other, or they sample and the model answers
+        deterministically."""
         prompts = (r for r in requests if _kind(r.args[0]) == "prompt")  # an encoded request generates no text
+        sampled = False
         for task, settings in {r.args[4]: r.args[1] or {} for r in prompts}.items():  # a task's are all alike
             try:
                 temperature = sampling_temperature(settings)
@@ -102,10 +104,13 @@ class AdapterModel(lmms):
                 raise ValueError(f"task {task}: {type(self).__name__} answers deterministically and cannot sample at "
                                  f"temperature {temperature:g} (--gen_kwargs or the task's generation_kwargs): leave "
                                  "the temperature out (or 0), so that the run records the decoding it used")
+            sampled = sampled or temperature is not None
+        return sampled
 
     def _answer_unit(self, requests: list[Instance], docs: RequestDocuments, unit: range, outputs: dict[int, str],
                      encoded: set[int], repeats: list[int]) -> None:
-        """The unit's prompts generated together, its attention requests answered together, an occlusion alone."""
+        """The unit's prompts generated together, its attention requests answered together, an occlusion alone;
+        ``repeats`` numbers each request among its copies (:func:`_repeat_numbers`) when any prompt is sampled."""
         pending: list[Pending] = []
         attention: list[tuple[int, Image.Image, AttentionRequest]] = []
         for index in unit:

@@ -20,7 +20,7 @@ def data_notes(runs: list[Run]) -> list[Note]:
             if failure := record_failure(run.data.get(task)):
                 failed.append(f"{run.name} ({task}: {failure})")
             else:
-                unchecked.append(f"{run.name} ({task}: {_why_no_record(run)})")
+                unchecked.append(f"{run.name} ({task}: {_why_no_record(run, task)})")
         found = [f"{recorded[0].name} vs {run.name}: {'; '.join(differences)}" for run in recorded[1:]
                  if (differences := data_differences(recorded[0].data[task], run.data[task]))]
         if found:
@@ -35,10 +35,11 @@ def data_notes(runs: list[Run]) -> list[Note]:
     return notes
 
 
-def _why_no_record(run: Run) -> str:
-    if not run.data:
-        return "its results record the data of no task: run without PathBind installed, or from before it did"
-    return "not a PathBind task: PathBind records the data of its plugins' tasks"
+def _why_no_record(run: Run, task: str) -> str:
+    if task in run.unrecorded:
+        return ("its results file holds no PathBind record of the data: run without PathBind installed, or from "
+                "before it recorded data")
+    return "its run recorded other tasks' data: not a PathBind task"
 
 
 def run_notes(runs: list[Run]) -> list[Note]:

@@ -30,6 +30,7 @@ class Run:
     versions: dict[str, Any] = field(default_factory=dict)  # task -> its version (the YAML's metadata.version)
     software: dict[str, str] = field(default_factory=dict)  # task -> "lmms-eval 0.7.3, pathbind 0.1.0" ("" unknown)
     unscored: frozenset[str] = frozenset()  # tasks whose results come from a --predict_only run
+    unrecorded: frozenset[str] = frozenset()  # tasks whose results file holds no PathBind record of data at all
     failed: dict[str, str] = field(default_factory=dict)  # task -> why it failed in its run
 
     @property
@@ -81,6 +82,7 @@ def _load_run(path: Path) -> Run:
         run.data |= loaded.data
         run.failed |= loaded.failed
         run.unscored = (run.unscored - set(loaded.results)) | (set(loaded.results) if loaded.predict_only else set())
+        run.unrecorded = (run.unrecorded - set(loaded.results)) | (set() if loaded.data else set(loaded.results))
     if not run.results:
         raise ReportError(f"{path}: no usable lmms-eval results file below it: {'; '.join(skipped)}")
     run.name, run.model = _model_name(config, path), str(config.get("model") or path.name)

@@ -92,26 +92,32 @@ def test_a_run_without_grounding_gives_a_note(runs, tmp_path):
 
 @pytest.mark.slow
 def test_tasks_compared_on_different_data_are_flagged(runs, tmp_path):
-    """A run whose grounding file differs by its sha256 is named in a note with the task and the file; a run with
-    no data record (an older run) is named as unchecked."""
-    changed = tmp_path / "changed"
+    """A run whose grounding file differs by its sha256 is named in a note with the task and the file; a run whose
+    results hold no record of the data (PathBind not installed, or older than the record) is named as unchecked,
+    with that cause."""
+    changed, older = tmp_path / "changed", tmp_path / "older"
     shutil.copytree(runs["pathbind_blind"], changed)
+    shutil.copytree(runs["pathbind_blind"], older)
     for file in changed.rglob("*_results.json"):
         data = json.loads(file.read_text())
         record = data["pathbind"]["data"]["pathbind_demo_grounding"]
         record["files"][0]["sha256"] = "0" * 64
         record["fingerprint"] = fingerprint(record)
-        data["pathbind"]["data"].pop("pathbind_demo_yesno")
         file.write_text(json.dumps(data))
-    build_report([runs["pathbind_control"], changed], tmp_path / "out", overlays=0)
+    for file in older.rglob("*_results.json"):
+        data = json.loads(file.read_text())
+        data["pathbind"].pop("data")
+        file.write_text(json.dumps(data))
+    build_report([runs["pathbind_control"], changed, older], tmp_path / "out", overlays=0)
     markdown = (tmp_path / "out" / "report.md").read_text()
     sha = next(iter(json.loads(f.read_text()) for f in runs["pathbind_control"].rglob("*_results.json")))[
         "pathbind"]["data"]["pathbind_demo_grounding"]["files"][0]["sha256"]
-    assert (f"> **Note.** pathbind_demo_grounding is compared on different data: pathbind_control vs pathbind_blind: "
-            f"grounding.parquet sha256: {sha[:12]} vs 000000000000. Its rows below do not compare like with like."
-            ) in markdown
-    assert ("> **Note.** No record of the data read (runs before PathBind recorded it), so not checked against the "
-            "other runs: pathbind_blind (pathbind_demo_yesno).") in markdown
+    assert (f"> **Note.** pathbind_demo_grounding is compared on different data: pathbind_control vs pathbind_blind "
+            f"(changed): grounding.parquet sha256: {sha[:12]} vs 000000000000. Its rows below do not compare like "
+            "with like.") in markdown
+    assert ("> **Note.** No record of the data read, so not checked against the other runs: pathbind_blind (older) "
+            "(pathbind_demo_faithfulness: its results file holds no PathBind record of the data: run without PathBind "
+            "installed, or from before it recorded data)") in markdown
     assert markdown.count("compared on different data") == 1
 
 
