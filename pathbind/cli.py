@@ -75,16 +75,20 @@ def cmd_data_check(args: argparse.Namespace, pm: PluginManager) -> int:
 
 
 def cmd_summary(args: argparse.Namespace, pm: PluginManager) -> int:
-    from pathbind.summary import accounting_rows, dimension_rows, summary_rows, unaccounted_tasks
+    from pathbind.summary import accounting_rows, dimension_rows, summary_rows, unaccounted_tasks, unshown
 
     results = _usable_results(args.paths)
     if not results:
         return FAILURE
     rows = [row for result in results for row in summary_rows(result, accounting=args.json)]
+    problems = [line for result in results for line in unshown(result)]
     if not rows:  # a results file without one scalar metric: nothing was measured
         print(f"pathbind summary: error: no metric in {', '.join(str(r.path) for r in results)} (every task's "
-              "results are empty or not numbers: check the run's log)", file=sys.stderr)
+              "results are empty or not numbers: check the run's log)" + "".join(f"; {p}" for p in problems),
+              file=sys.stderr)
         return FAILURE
+    for problem in problems:  # beside the table, on stderr: what it cannot show
+        print(f"pathbind summary: warning: {problem}", file=sys.stderr)
     if args.json:  # each task's accounting as results.json has it; undefined figures as null
         print(dumps_strict(rows, indent=2))
         return OK

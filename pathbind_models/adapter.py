@@ -75,7 +75,9 @@ class Adapter(Protocol):
     """
 
     def generate(self, images: list[Image.Image], text: str, **gen_kwargs: Any) -> str:
-        """Answer ``text`` about ``images`` (an empty list means no image at all)."""
+        """Answer ``text`` about ``images`` (an empty list means no image at all). ``gen_kwargs`` are the task's
+        generation settings; when they sample (:func:`pathbind.decoding.sampling_temperature`), torch's generator
+        is seeded for this request alone."""
         ...
 
     def option_logprobs(self, images: list[Image.Image], text: str, options: list[str]) -> np.ndarray:

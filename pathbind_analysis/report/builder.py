@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pathbind_analysis.report.accounting import accounting_section
-from pathbind_analysis.report.data_notes import data_notes
+from pathbind_analysis.report.data_notes import data_notes, run_notes
 from pathbind_analysis.report.document import Section, Table, write_html, write_markdown
 from pathbind_analysis.report.faithfulness import faithfulness_section
 from pathbind_analysis.report.fmt import cells
@@ -59,4 +59,4 @@ def build_report(run_dirs: list[Path], out: Path, *, pairs: str = "", overlays: 
 def _runs_section(runs: list[Run]) -> Section:
     rows = [cells([run.name, run.model, str(run.path), ", ".join(sorted(run.results))]) for run in runs]
     return Section("Runs", blocks=[Table("Runs read", ["Model", "lmms-eval model", "folder", "tasks"], rows),
-                                   *data_notes(runs)])
+                                   *data_notes(runs), *run_notes(runs)])

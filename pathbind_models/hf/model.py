@@ -57,7 +57,8 @@ class HFModel(AdapterModel):
             "processor_options": loading.to_json(adapter.processor_options),
             "image_limits": loading.image_limits(adapter.processor),
             "generation": {
-                "decoding": "greedy unless a task asks to sample (do_sample with temperature > 0)",
+                "decoding": "greedy unless a task's temperature is above 0: then sampled, each answer seeded from "
+                            "lmms-eval's torch seed (--seed) and its task, document and repeat",
                 "max_new_tokens": adapter.max_new_tokens,
                 "chat_template_kwargs": adapter.template_kwargs,
                 "from_checkpoint": loading.checkpoint_generation(adapter.model.generation_config, set(greedy)),

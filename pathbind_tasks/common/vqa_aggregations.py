@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 from loguru import logger
 
+from pathbind.decoding import describe_decoding
+from pathbind.lmms.running import running_task
 from pathbind_metrics import resampling as rs
 from pathbind_metrics.vqa import accuracy, multimodal_gain
 from pathbind_tasks.common.clusters import cluster_keys
@@ -257,14 +259,17 @@ def _unchanged(image: _Answers, first: np.ndarray, others: list[tuple[_Answers, 
 
 
 def repeats(records: Records) -> dict[str, Any]:
-    """Under lmms-eval's ``--repeats N`` (with sampled decoding): per condition, the percentage of items whose N
-    answers are one and the same valid answer (with its 95% cluster interval), and each headline (accuracy per
-    condition, mg, each drop) computed from each of the N answers, with its mean, standard deviation and range.
-    Items stay paired by id and clustered as in a plain run; the other metrics score the first answer. ``{"n": 1}``
-    for a run without repeats."""
+    """Under lmms-eval's ``--repeats N``: per condition, the percentage of items whose N answers are one and the
+    same valid answer (with its 95% cluster interval), and each headline (accuracy per condition, mg, each drop)
+    computed from each of the N answers, with its mean, standard deviation and range. Items stay paired by id and
+    clustered as in a plain run; the other metrics score the first answer. ``decoding`` says how the N answers
+    were asked for (:func:`pathbind.decoding.describe_decoding`): sampled answers agree as far as the model is sure;
+    greedy ones differ only where the model or its server is not deterministic. ``{"n": 1}`` for a run without
+    repeats."""
     repeated = [r for r in records if r.get("repeats")]
     if not repeated:
         return {"n": 1}
+    task = running_task()
     n = min(len(r["repeats"]) for r in repeated)
     by_repeat = [[{**r, **r["repeats"][k]} if r.get("repeats") else r for r in records] for k in range(n)]
     conditions = sorted({str(r["condition"]) for r in records})
@@ -274,7 +279,8 @@ def repeats(records: Records) -> dict[str, Any]:
         keys, cluster = cluster_keys(answered)
         agreement[condition] = _percentage(np.array([float(_all_agree(r, n)) for r in answered]), keys, cluster)
     spread = {name: _spread([headline(run) for run in by_repeat]) for name, headline in _headlines(conditions).items()}
-    return {"n": n, "agreement": agreement, "spread": spread}
+    return {"n": n, "decoding": describe_decoding(task.generation if task else None), "agreement": agreement,
+            "spread": spread}
 
 
 def _all_agree(record: Mapping, n: int) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +17,8 @@ from pathbind.provenance import fingerprint
 from pathbind_analysis.pairs import adjust
 from pathbind_metrics import resampling as RS
 from pathbind_metrics.pairs import paired_delta, ranking_agreement
+
+VQA = "pathbind_demo_vqa"
 
 
 def planted_runs(seed: int, delta_mg: float, n_images: int = 40, per_image: int = 5) -> tuple[np.ndarray, list]:
@@ -202,3 +205,68 @@ def test_pairs_compares_clustered_and_refuses_what_cannot_be_paired(demo_control
     refused = pairs(control, empty)
     assert refused.returncode == 1 and len(refused.stderr.splitlines()) == 1, refused.stderr
     assert "_samples_pathbind_demo_vqa.jsonl: the sample log of task 'pathbind_demo_vqa' is empty" in refused.stderr
+
+
+def edited_json(key_path: tuple[str, ...], value) -> Callable[[str], str]:
+    """An edit setting one entry of results.json (``("versions", "pathbind_demo_vqa")``) to ``value``."""
+    def edit(text: str) -> str:
+        results = json.loads(text)
+        *parents, last = key_path
+        target = results
+        for key in parents:
+            target = target[key]
+        target[last] = value
+        return json.dumps(results)
+
+    return edit
+
+
+@pytest.mark.slow
+def test_pairs_never_chooses_silently(demo_control, demo_blind, shared_lmms_eval, tmp_path):
+    """Another version of the task is refused naming both; other releases and a folder with two runs of the task
+    are warned about, naming what was taken and how to take another (a results file, which is accepted); the task
+    a run lacks is named with what it ran and the option; a --predict_only run is named as one."""
+    control, blind = demo_control["out"], demo_blind["out"]
+
+    def pairs(general: Path, tuned: Path, tasks: tuple[str, ...] = ("--vqa-task", VQA)):
+        return run([str(BIN / "pathbind"), "pairs", f"{general}:{tuned}", *tasks, "--n-permutations", "200"],
+                   cwd=tmp_path)
+
+    bumped = edited_run(blind, tmp_path / "bumped", edited_json(("versions", VQA), 2))
+    refused = pairs(control, bumped)
+    assert refused.returncode == 1 and refused.stderr.splitlines() == [
+        f"pathbind pairs: error: task {VQA}: {control} ran version 1 of it and {bumped} version 2 (its YAML's "
+        "metadata.version: another version asks or scores otherwise); rerun both with one release of the task"]
+
+    release = edited_run(blind, tmp_path / "release", edited_json(("pathbind", "software", "lmms-eval"), "0.7.2"))
+    warned = pairs(control, release)
+    assert warned.returncode == 0 and warned.stderr.splitlines() == [
+        f"pathbind pairs: warning: {control} ran lmms-eval 0.7.3, pathbind 0.1.0 and {release} lmms-eval 0.7.2, "
+        f"pathbind 0.1.0: the prompts and scoring of task {VQA} may differ between them"]
+
+    twice = edited_run(blind, tmp_path / "twice", lambda text: text)
+    latest = next(twice.rglob("*_results.json"))
+    older = latest.with_name("20000101_000000_results.json")
+    shutil.copy(latest, older)
+    warned = pairs(control, twice)
+    assert warned.returncode == 0 and warned.stderr.splitlines() == [
+        f"pathbind pairs: warning: {twice}: 2 results files hold task {VQA}: using {latest} (the latest, by the date "
+        f"lmms-eval puts in its name) over {older}; give a results file instead of its folder to use another"]
+    chosen = pairs(control, latest)
+    assert chosen.returncode == 0 and chosen.stderr == "" and f"twice/{latest.name}" in chosen.stdout
+    no_log = pairs(control, older)
+    assert no_log.returncode == 1 and no_log.stderr.splitlines() == [
+        f"pathbind pairs: error: {older}: no sample log of task '{VQA}' beside it (run lmms_eval with --log_samples "
+        f"and --tasks {VQA})"]
+
+    default = pairs(control, blind, tasks=())  # neither task option: pathbind_vqa, which these runs did not run
+    assert default.returncode == 1 and len(default.stderr.splitlines()) == 1
+    assert default.stderr.startswith(f"pathbind pairs: error: {control}: no run of task 'pathbind_vqa' (its runs "
+                                     f"evaluated pathbind_demo_faithfulness, pathbind_demo_grounding, ")
+    assert default.stderr.rstrip().endswith("); choose the task with --vqa-task")
+
+    predicted = shared_lmms_eval("pathbind_blind", VQA, "--limit", "4", "--predict_only")["out"]
+    refused = pairs(control, predicted)
+    assert refused.returncode == 1 and refused.stderr.splitlines() == [
+        f"pathbind pairs: error: {next(predicted.rglob('*_results.json'))}: a --predict_only run: lmms-eval logged "
+        f"the answers of task {VQA} and scored none; rerun it without --predict_only to compare it"]

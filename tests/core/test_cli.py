@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 
@@ -235,6 +236,37 @@ def test_summary_json_is_strict_and_a_file_without_a_metric_fails(tmp_path):
         empty = pathbind(tmp_path, "summary", str(tmp_path / "empty"), *extra)
         assert empty.returncode == 1 and empty.stdout == ""
         assert empty.stderr.startswith("pathbind summary: error: no metric in ") and len(empty.stderr.splitlines()) == 1
+
+
+def test_summary_names_what_its_tables_cannot_show(tmp_path):
+    """A metric whose aggregation returned None or text (named from the run's configs), a task that failed in its
+    run, and a --predict_only run (lmms-eval's placeholder 999 is no score): each a warning, none a silent gap."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "a_results.json").write_text(json.dumps({
+        "config": {"model": "m"},
+        "results": {"mine": {"acc,none": 0.5, "label,none": None, "verdict,none": "fine"},
+                    "faulty_key": {"answered,none": 25.0, "label_accuracy,none": math.nan}},
+        "configs": {"mine": {"metric_list": [{"metric": "label", "aggregation": "<function label at 0x7f>"}]}},
+        "pathbind": {"failed_tasks": {"faulty_key": "metric 'label_accuracy': its aggregation "
+                                                    "faulty_scoring.label_accuracy raised KeyError: 'label'"}}}))
+    (tmp_path / "predicted" / "m").mkdir(parents=True)
+    predicted = tmp_path / "predicted" / "m" / "b_results.json"
+    predicted.write_text(json.dumps({"config": {"model": "m", "resolved_cli_args": {"predict_only": True}},
+                                     "results": {"pathbind_demo_vqa": {"bypass,none": 999}}}))
+    done = pathbind(tmp_path, "summary", str(tmp_path / "run"), str(tmp_path / "predicted"))
+    assert done.returncode == 0 and "999" not in done.stdout and "mine" in done.stdout
+    assert done.stderr.splitlines() == [
+        "pathbind summary: warning: faulty_key failed in its run: metric 'label_accuracy': its aggregation "
+        "faulty_scoring.label_accuracy raised KeyError: 'label'",
+        "pathbind summary: warning: mine: metric 'label' is NoneType None, not a number or an object: what its "
+        "aggregation (<function label at 0x7f>) returned",
+        "pathbind summary: warning: mine: metric 'verdict' is str 'fine', not a number or an object: what its "
+        "aggregation (not named in the results file) returned",
+        f"pathbind summary: warning: {predicted}: a --predict_only run of pathbind_demo_vqa: lmms-eval logged the "
+        "answers and scored none (rerun without --predict_only to score them)"]
+    alone = pathbind(tmp_path, "summary", str(predicted))
+    assert alone.returncode == 1 and alone.stderr.startswith(f"pathbind summary: error: no metric in {predicted}")
+    assert "a --predict_only run of pathbind_demo_vqa" in alone.stderr
 
 
 def test_demo_data_on_an_unusable_out_is_one_line_not_a_traceback(tmp_path):
