@@ -1,5 +1,6 @@
 # PathBind: `make demo` runs the offline demo, `make test` runs every check (`make test-fast` a quick subset),
-# `make docs` builds the documentation site, `make realtok` fetches the real tokenizer files some tests read.
+# `make docs` builds the documentation site, `make browser` installs the headless Chromium the site's tests drive,
+# `make realtok` fetches the real tokenizer files some tests read.
 # All set up .venv first.
 PYTHON ?= python3.11
 VENV ?= .venv
@@ -24,7 +25,7 @@ TORCH_INDEX := $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))
 # Everything the checks need: the tests, lmms-eval's own model wrappers (decord) and the docs site.
 EXTRAS := test,lmms-wrappers,docs
 
-.PHONY: demo test test-fast docs realtok compat compat-transformers install lint clean
+.PHONY: demo test test-fast docs docs-figures browser realtok compat compat-transformers install lint clean
 
 $(DEPS_STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -50,14 +51,33 @@ demo: install
 	$(BIN)/pathbind summary $(OUT)
 	$(OFFLINE) $(BIN)/pathbind report $(OUT)/pathbind_control $(OUT)/pathbind_blind $(OUT)/pathbind_tiny $(OUT)/pathbind_tiny_untrained --out $(OUT)/report
 
+# The demo report's figures the docs site shows (docs/report.md), from `make demo`'s four runs: committed, so that
+# `make docs` stays fast; rerun after a change to the report's figures or the demo.
+DOCS_FIGURES := q_sweep_pathbind_demo_grounding overlays_pathbind_demo_grounding_success faithfulness
+docs-figures: demo
+	$(OFFLINE) $(BIN)/pathbind report $(OUT)/pathbind_control $(OUT)/pathbind_blind $(OUT)/pathbind_tiny \
+		$(OUT)/pathbind_tiny_untrained --overlays 1 --out $(OUT)/docs-report
+	mkdir -p docs/img/demo
+	cp $(DOCS_FIGURES:%=$(OUT)/docs-report/figures/%.png) docs/img/demo/
+
 lint: install
 	$(BIN)/ruff check pathbind_autoload.py pathbind_conventions.py pathbind pathbind_tasks pathbind_models pathbind_metrics pathbind_analysis tests examples benchmarks build_backend docs
 	@# The cache lives in the venv, which CI keeps between runs: a fresh clone re-checks only what changed.
 	$(BIN)/mypy --cache-dir $(VENV)/.mypy_cache
 
 # The pytest script (not `python -m pytest`) keeps the source tree off sys.path: tests use the installed package.
-test: lint docs
+test: lint docs browser
 	$(PYTEST) $(PYTEST_ARGS)
+
+# Headless Chromium and its WebDriver, which the docs-site tests drive (tests/browser.py reads the same variables):
+# the system's packages, installed when either is missing (as root, as CI runs; else install chromium and
+# chromium-driver yourself, or name other binaries: make test PATHBIND_CHROMIUM=... PATHBIND_CHROMEDRIVER=...).
+export PATHBIND_CHROMIUM ?= /usr/bin/chromium
+export PATHBIND_CHROMEDRIVER ?= /usr/bin/chromedriver
+browser:
+	@test -x $(PATHBIND_CHROMIUM) -a -x $(PATHBIND_CHROMEDRIVER) || { apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium chromium-driver; }
+	@$(PATHBIND_CHROMIUM) --version 2>/dev/null  # the Debian launcher script warns on stderr
 
 # The documentation site (mkdocs.yml): --strict fails on a broken link, a missing page or any other warning. The
 # CLI reference page is generated from the installed commands' argument parsers (docs/hooks.py).

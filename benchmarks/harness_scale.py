@@ -7,8 +7,8 @@ and samples. Each stage reports its seconds and the process's peak RSS within it
 PNGs, one question in ten open-ended (dropped by the converter, as in the release). ``pathbind_path_vqa`` asks each
 item twice (with and without its image); ``pathbind_path_vqa_image`` once, as the baseline does: a minimal plain
 lmms-eval task (YAML + four functions, exact match, ``mean``) on the same file with a trivial model that answers
-from ``doc_to_visual`` like a real one. PathVG-shaped: ``pathvg_testa`` with one expression per record (the blind
-control's uniform attention map, so it measures the grounding stage, not a model).
+from ``doc_to_visual`` like a real one. PathVG-shaped: ``pathbind_pathvg_testa`` with one expression per record (the
+blind control's uniform attention map, so it measures the grounding stage, not a model).
 
 Reports per run ``seconds``/``peak_mib`` per stage and per item, and over the sizes the fitted growth exponent of
 the harness's time (everything but the process start-up, least squares in log-log) and the peak memory's growth
@@ -91,7 +91,6 @@ def process_results(doc, results):
 
 def write_path_vqa(folder: Path, items: int) -> Path:
     """``items`` Path-VQA rows (image, question, answer) in one parquet file; every tenth row open-ended."""
-    import datasets
     from PIL import Image
 
     pngs = []
@@ -105,6 +104,13 @@ def write_path_vqa(folder: Path, items: int) -> Path:
         "question": [f"what organ is shown in slide {i}?" if o else f"is there necrosis in field {i}?"
                      for i, o in enumerate(open_ended)],
         "answer": ["liver" if o else ("yes" if i % 3 else "no") for i, o in enumerate(open_ended)]}
+    return write_path_vqa_columns(folder, columns)
+
+
+def write_path_vqa_columns(folder: Path, columns: dict[str, list]) -> Path:
+    """Path-VQA's ``test.parquet`` (image, question, answer) under ``folder/path_vqa``, as ``datasets`` writes it."""
+    import datasets
+
     features = datasets.Features({"image": datasets.Image(), "question": datasets.Value("string"),
                                   "answer": datasets.Value("string")})
     path = folder / "path_vqa" / "test.parquet"
@@ -316,7 +322,8 @@ def main() -> None:
         scratch = Path(folder)
         full = [measure("pathbind", "pathbind_path_vqa", n, scratch) for n in sizes] if args.full else []
         image, plain, ratios, pairs = paired(sizes, args.repeats, scratch)
-        grounding = [measure("pathbind", "pathvg_testa", pathvg_items, scratch, pathvg=True)] if pathvg_items else []
+        grounding = ([measure("pathbind", "pathbind_pathvg_testa", pathvg_items, scratch, pathvg=True)]
+                     if pathvg_items else [])
     several = len(sizes) > 1
     print(json.dumps({
         "benchmark": "harness_scale", "sizes": sizes, "repeats": args.repeats,

@@ -7,8 +7,9 @@ truth, each with its Monte Carlo error (binomial standard error of the rate over
   that ignore the box but favour the image centre and boxes placed uniformly (30 and 100 items): the null rate,
   ≈ 0.05; with maps concentrated in the box (the positive control): the power.
 - ``audit_features``: on embeddings without site signal (4 sites × 10 patients, 1, 2 or 3 slides a patient, sibling
-  slides alike): how often the TSS AUROC interval covers 0.5 (≈ 0.95) and the same-site vs cross-site similarity
-  test rejects (≈ 0.05); with a planted site signal, how often the interval lies above 0.5 and the test rejects.
+  slides alike): how often the TSS AUROC interval covers 0.5 (≈ 0.95), and the same-site vs cross-site similarity
+  test and the probe's permutation test (held-out patients' sites permuted) reject (≈ 0.05); with a planted site
+  signal (strong, and weak: ``WEAK_SIGNAL``), how often the interval lies above 0.5 and each test rejects.
 
 Run: PYTHONPATH=. python benchmarks/null_rates.py [--reps 100] [--seed 0]; prints one JSON line. ``null_rates(reps,
 seed)`` returns the same dict, to combine with other benchmarks.
@@ -92,6 +93,7 @@ def faithfulness_rejects(n_items: int, *, grounded: bool, seed: int, n_permutati
 # ---------------------------------------------------------------------------------------------- audit-features
 
 AUDIT_SITES, AUDIT_PATIENTS, AUDIT_DIM = 4, 15, 16
+PLANTED_SIGNAL, WEAK_SIGNAL = 0.5, 0.15  # the site centroid's weight in a patient's vector
 
 
 def audit_cohort(slides_per_patient: int, site_signal: float,
@@ -121,7 +123,7 @@ def audit_run(slides_per_patient: int, site_signal: float, seed: int, n_resample
     p = permutation_p(unit, sites, cases, n_resamples, seed)["cross_tss<same_tss"]
     low, high = tss["auroc_macro_ci95"]
     return {"defined": bool(np.isfinite(low)), "covers_half": bool(low <= 0.5 <= high), "above_half": bool(low > 0.5),
-            "rejects": bool(p < ALPHA)}
+            "rejects": bool(p < ALPHA), "probe_rejects": bool(tss["auroc_permutation_p"] < ALPHA)}
 
 
 def audit_rates(seeds: list[int]) -> dict[str, Any]:
@@ -132,11 +134,14 @@ def audit_rates(seeds: list[int]) -> dict[str, Any]:
         out[f"no_signal_{k}_slides_per_patient"] = {
             "auroc_interval_covers_half": rate([r["covers_half"] for r in defined]),
             "interval_refused": sum(not r["defined"] for r in runs),
-            "similarity_test_rejects": rate([r["rejects"] for r in runs])}
-    planted = [audit_run(2, 0.5, s) for s in seeds]
-    out["planted_signal_2_slides_per_patient"] = {
-        "auroc_interval_above_half": rate([r["above_half"] for r in planted]),
-        "similarity_test_rejects": rate([r["rejects"] for r in planted])}
+            "similarity_test_rejects": rate([r["rejects"] for r in runs]),
+            "probe_permutation_test_rejects": rate([r["probe_rejects"] for r in runs])}
+    for name, signal in (("planted", PLANTED_SIGNAL), ("weak", WEAK_SIGNAL)):
+        planted = [audit_run(2, signal, s) for s in seeds]
+        out[f"{name}_signal_2_slides_per_patient"] = {
+            "auroc_interval_above_half": rate([r["above_half"] for r in planted]),
+            "similarity_test_rejects": rate([r["rejects"] for r in planted]),
+            "probe_permutation_test_rejects": rate([r["probe_rejects"] for r in planted])}
     return out
 
 

@@ -45,14 +45,10 @@ def cmd_models(args: argparse.Namespace, pm: PluginManager) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace, pm: PluginManager) -> int:
-    from pathbind.doctor import run_checks
+    from pathbind.doctor import report_lines, run_checks
 
     checks = run_checks(pm, check_data=not args.no_data)
-    if args.json:
-        print(dumps_strict([c.__dict__ for c in checks], indent=2))
-    else:
-        for check in checks:
-            print(f"[{check.status:>4}] {check.name}: {check.detail}")
+    print(dumps_strict([c.__dict__ for c in checks], indent=2) if args.json else "\n".join(report_lines(checks)))
     return FAILURE if any(c.status == "FAIL" for c in checks) else OK
 
 
@@ -79,16 +75,20 @@ def cmd_data_check(args: argparse.Namespace, pm: PluginManager) -> int:
 
 
 def cmd_summary(args: argparse.Namespace, pm: PluginManager) -> int:
-    from pathbind.summary import accounting_rows, dimension_rows, summary_rows, unaccounted_tasks
+    from pathbind.summary import accounting_rows, dimension_rows, summary_rows, unaccounted_tasks, unshown
 
     results = _usable_results(args.paths)
     if not results:
         return FAILURE
     rows = [row for result in results for row in summary_rows(result, accounting=args.json)]
+    problems = [line for result in results for line in unshown(result)]
     if not rows:  # a results file without one scalar metric: nothing was measured
         print(f"pathbind summary: error: no metric in {', '.join(str(r.path) for r in results)} (every task's "
-              "results are empty or not numbers: check the run's log)", file=sys.stderr)
+              "results are empty or not numbers: check the run's log)" + "".join(f"; {p}" for p in problems),
+              file=sys.stderr)
         return FAILURE
+    for problem in problems:  # beside the table, on stderr: what it cannot show
+        print(f"pathbind summary: warning: {problem}", file=sys.stderr)
     if args.json:  # each task's accounting as results.json has it; undefined figures as null
         print(dumps_strict(rows, indent=2))
         return OK
@@ -138,6 +138,8 @@ def _plugin_status(command: str, pm: PluginManager) -> int:
 
 def build_parser(pm: PluginManager) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pathbind", description=__doc__)
+    parser.add_argument("--version", action="version", version=versions(),
+                        help="print PathBind's version and the lmms-eval it runs with, and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     tasks = sub.add_parser("tasks", help="list every task and group of every installed PathBind plugin")
     tasks.add_argument("--all", action="store_true", help="also list shared include files and broken YAMLs")
@@ -164,6 +166,17 @@ def build_parser(pm: PluginManager) -> argparse.ArgumentParser:
         command.add_argument("--json", action="store_true", help="machine-readable output")
     pm.add_commands(sub)
     return parser
+
+
+def versions() -> str:
+    """``pathbind 0.1.0 (lmms-eval 0.7.3)``: what a bug report names."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        lmms_eval = f"lmms-eval {version('lmms-eval')}"
+    except PackageNotFoundError:
+        lmms_eval = "lmms-eval not installed"
+    return f"pathbind {version('pathbind')} ({lmms_eval})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

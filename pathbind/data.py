@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from pathbind.text_files import TEXT_SUFFIXES, text_file_problem
+
 DATA_ENV = "PATHBIND_DATA"
 HUB_ENV_PREFIX = "PATHBIND_HUB_"
 HUB_REVISION_ENV_PREFIX = "PATHBIND_HUB_REVISION_"
@@ -52,7 +54,7 @@ def data_root() -> Path | None:
     value = os.environ.get(DATA_ENV)
     if not value:
         return None
-    root = Path(value).expanduser()
+    root = Path(value).expanduser().absolute()  # data files and image paths never follow a later working folder
     if not root.is_dir():
         found = "a file" if root.exists() else "nothing"
         raise DataOverrideError(f"{DATA_ENV}={value}: expected a folder with one folder per data set "
@@ -91,8 +93,9 @@ def apply_data_root(config: dict[str, Any]) -> dict[str, Any]:
     if present there (keeping the YAML's loader options), else its ``<split>.<ext>`` files (parquet,
     json, jsonl or csv, one format) or a ``datasets.save_to_disk`` folder. ``PATHBIND_HUB_<NAME>``
     replaces a hub id and ``PATHBIND_HUB_REVISION_<NAME>`` the revision read from the hub. A task whose
-    metadata says ``requires_pathbind_data`` (a gated release with no public location) fails here, before any
-    model call, when no folder is given.
+    metadata says ``requires_pathbind_data`` (data with no hub location lmms-eval can load: a gated release, an
+    archive ``datasets`` cannot read) fails here, before any model call, when no folder is given; the value, when text,
+    says where the data is published and how to get it.
     """
     name = data_name(config)
     folder = override_dir(name)
@@ -101,14 +104,16 @@ def apply_data_root(config: dict[str, Any]) -> dict[str, Any]:
     hub = _hub_location(config, name)
     if hub is not None:
         return hub
-    if (config.get("metadata") or {}).get("requires_pathbind_data"):
+    access = (config.get("metadata") or {}).get("requires_pathbind_data")
+    if access:
+        where = access if isinstance(access, str) else "its README"
         root = data_root()
         if root is not None:  # not an override error: a root may hold only the sets a user runs
-            raise DataLocationError(f"{DATA_ENV}: tried {root / name}/ for task {config.get('task')!r} (a gated "
-                                    f"release with no public location), found no such folder; {root} holds "
-                                    f"{_listing(root)}")
-        raise DataLocationError(f"gated release with no public location: set {DATA_ENV}=<root> with the data "
-                                f"in <root>/{name}/ (task {config.get('task')!r}; see its README)")
+            raise DataLocationError(f"{DATA_ENV}: tried {root / name}/, found no such folder ({name} is read from a "
+                                    f"local copy only; {root} holds {_listing(root)}; where {name} is published "
+                                    f"and how to get it: {where})")
+        raise DataLocationError(f"{name} is read from a local copy only: set {DATA_ENV}=<root> with the data in "
+                                f"<root>/{name}/ (where it is published and how to get it: {where})")
     return config
 
 
@@ -132,6 +137,20 @@ def _hub_location(config: dict[str, Any], name: str) -> dict[str, Any] | None:
     return located
 
 
+def files_read(config: dict[str, Any], folder: Path) -> list[str] | None:
+    """The files of ``folder`` a run of the task reads as its data (relative names; ``["a save_to_disk copy"]`` for
+    one), None when it would read none (the task's own error says why)."""
+    try:
+        location = _located(config, folder)
+    except DataLocationError:
+        return None
+    if location["dataset_kwargs"].get("load_from_disk") or location["dataset_path"] == "arrow":
+        return ["a save_to_disk copy"]
+    files = (location["dataset_kwargs"].get("data_files") or {}).values()
+    return sorted({os.path.relpath(path, folder) for group in files for path in ([group] if isinstance(group, str)
+                                                                                 else group)})
+
+
 def _local_location(config: dict[str, Any], folder: Path) -> dict[str, Any]:
     location = _located(config, folder)
     for split, paths in (location["dataset_kwargs"].get("data_files") or {}).items():
@@ -141,12 +160,15 @@ def _local_location(config: dict[str, Any], folder: Path) -> dict[str, Any]:
 
 
 def _require_rows(path: Path, config: dict[str, Any], split: str) -> None:
-    """An empty or unreadable parquet file is an error naming it (datasets' loader fails without naming it)."""
+    """An empty or unreadable data file is an error naming it, the line and the cause (datasets' loader fails
+    without naming them): a parquet file's metadata, a text file's encoding and syntax (:mod:`text_files`)."""
     import pyarrow.parquet as pq  # here: the seam imports this module at lmms-eval's start
 
+    where = f"{DATA_ENV}: {path} (split {split!r} of task {config.get('task')!r})"
+    if path.suffix in TEXT_SUFFIXES and path.is_file() and (problem := text_file_problem(path)):
+        raise DataOverrideError(f"{where}: {problem}")
     if path.suffix != ".parquet" or not path.is_file():
         return
-    where = f"{DATA_ENV}: {path} (split {split!r} of task {config.get('task')!r})"
     try:
         rows = pq.ParquetFile(path).metadata.num_rows
     except Exception as exc:  # pyarrow's errors do not name the file

@@ -25,7 +25,7 @@ from typing import Any
 from loguru import logger
 
 from pathbind.catalog import plugin_tasks, task_config
-from pathbind.data import DATA_ENV, DataLocationError, apply_data_root, data_name
+from pathbind.data import DATA_ENV, DataLocationError, apply_data_root, data_name, files_read
 from pathbind.faults import folder_fault
 from pathbind.layout import Layout
 from pathbind.lmms.running import Ledger, RunningTask, running
@@ -234,8 +234,10 @@ def layout_lines(folder: Path, plans_: list[Plan]) -> list[Line]:
     if not declared:
         return [*lines, Line(f"no published layout declared (LAYOUT in {', '.join(sorted(modules))}); files not "
                              "checked, only read")]
+    located = [files_read(plan.config, folder) for plan in plans_]
+    read = sorted({name for names in located if names is not None for name in names}) if all(located) else None
     for layout in declared:
-        found, missing = layout.compare(folder)
+        found, missing = layout.compare(folder, read)
         where = f"; see {layout.readme}" if layout.readme else ""
         if found:
             lines.append(Line(f"files found: {', '.join(found)}"))
@@ -307,13 +309,17 @@ def run_plan(plan: Plan) -> TaskReport:
     config = plan.config
     report = TaskReport(plan.task, str(plan.process_docs), str(config.get("test_split") or "test"))
     try:
-        dataset = load_like_lmms_eval(apply_data_root(config))
+        located = apply_data_root(config)
+        dataset = load_like_lmms_eval(located)
         report.splits = {str(name): len(rows) for name, rows in dataset.items()}
         if report.split not in dataset:
             raise ValueError(f"no split {report.split!r} (the task evaluates it); the data has "
                            f"{', '.join(report.splits) or 'none'}")
-        with running(RunningTask(plan.task, (config.get("dataset_kwargs") or {}).get("data_files"),
-                                 config.get("dataset_path"))) as task:
+        metadata = config.get("metadata")
+        metadata = metadata if isinstance(metadata, dict) else {}
+        with running(RunningTask(plan.task, (located.get("dataset_kwargs") or {}).get("data_files"),
+                                 located.get("dataset_path"),
+                                 cluster=str(metadata.get("pathbind_cluster") or "image"))) as task:
             docs = _function(plan.process_docs)(dataset[report.split])
     except Exception as exc:
         report.error = f"{type(exc).__name__}: {exc}"

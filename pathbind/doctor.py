@@ -47,6 +47,23 @@ def run_checks(pm: PluginManager, *, check_data: bool = True) -> list[Check]:
     return checks
 
 
+def report_lines(checks: list[Check]) -> list[str]:
+    """The text report: a line per check, but one line for the checks of one kind with the same finding (the data
+    of every PathView-Bench task) naming how many and which, then a line counting the checks of each status."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
+    for check in checks:
+        kind, _, subject = check.name.rpartition(" ")
+        groups.setdefault((check.status, kind or subject, check.detail), []).append(check.name)
+    lines = []
+    for (status, kind, detail), names in groups.items():
+        subjects = [name.removeprefix(f"{kind} ") for name in names]
+        named = names[0] if len(names) == 1 else f"{kind} ×{len(names)} ({', '.join(subjects)})"
+        lines.append(f"[{status:>4}] {named}: {detail}")
+    counts = {status: sum(c.status == status for c in checks) for status in ("OK", "WARN", "FAIL")}
+    lines.append(f"doctor: {', '.join(f'{n} {status}' for status, n in counts.items())} ({len(checks)} checks)")
+    return lines
+
+
 def _python() -> Check:
     return Check("python", "OK", f"{platform.python_version()} ({platform.machine()})")
 

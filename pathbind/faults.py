@@ -1,10 +1,53 @@
-"""Data faults in words: one phrasing of a path that cannot be read, for the run, ``data check`` and the records."""
+"""Faults in words: a fault as a value (its reason and its detail), and one phrasing of a path that cannot be read,
+for the run, ``data check`` and the records."""
 
 from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Fault:
+    """One fault, carried as a value from where it is found to where it is counted, so ``pathbind data check``, the
+    run's messages and ``accounting`` say the same words.
+
+    ``reason`` is what is counted (one kind of fault, one count however many items have it); ``detail`` what shows
+    it for one item (the value, the file, the library's text), shown beside the first item that has it.
+
+    Examples
+    --------
+    >>> str(Fault("field 'question' is a list, not text", "got ['a']"))
+    "field 'question' is a list, not text (got ['a'])"
+    >>> Fault.read({"reason": "no image", "detail": ""})
+    Fault(reason='no image', detail='')
+    """
+
+    reason: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.reason} ({self.detail})" if self.detail else self.reason
+
+    def row(self) -> dict[str, str]:
+        """The fault as a documents' column holds it (``{"reason", "detail"}``)."""
+        return {"reason": self.reason, "detail": self.detail}
+
+    @classmethod
+    def read(cls, value: Any) -> Fault | None:
+        """The fault a column value holds (a :meth:`row`, a Fault), None for none (null, ""); a plain text, as a
+        third party's column may hold, is its own reason."""
+        if not value:
+            return None
+        if isinstance(value, Fault):
+            return value
+        if isinstance(value, Mapping):
+            return cls(str(value.get("reason") or ""), str(value.get("detail") or "")) if value.get("reason") else None
+        return cls(str(value))
 
 
 def path_fault(path: Path, exc: OSError | None = None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fnmatch import fnmatch
 from pathlib import Path
 
 from pathbind.data import saved_dataset
@@ -38,10 +39,19 @@ class Layout:
     readme: str = ""
     embedded: tuple[str, ...] = ()
 
-    def compare(self, folder: Path) -> tuple[list[str], list[str]]:
-        """(found, missing): the files of ``folder`` that match the layout, and each entry that nothing matches."""
+    def compare(self, folder: Path, read: list[str] | None = None) -> tuple[list[str], list[str]]:
+        """(found, missing): the files of ``folder`` that match the layout, and each entry that nothing matches.
+
+        ``read``: the data files a run reads from the folder (``pathbind.data.files_read``), when it reads any: those
+        are its data whatever the patterns say (``test.jsonl`` for ``test.parquet``, a ``save_to_disk`` copy), and
+        one that carries its images (``embedded``) needs no image folder beside it.
+        """
         found, missing = [], []
-        if saved_dataset(folder):
+        if read is not None:
+            if any(fnmatch(name, pattern) for name in read for pattern in self.embedded):
+                return read, []
+            found.extend(read)
+        elif saved_dataset(folder):
             found.append("a save_to_disk copy")
         else:
             data = [_matches(folder, (pattern,)) for pattern in self.data]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -36,6 +36,25 @@ class ResultFile:
     groups: frozenset[str]  # results entries that are groups (their subtasks carry the row accounting)
     config: dict[str, Any]  # lmms-eval's run configuration (model, model_args, ...)
     data: dict[str, Any]  # task -> the data it read (``pathbind.data``); empty for runs before PathBind recorded it
+    versions: dict[str, Any] = field(default_factory=dict)  # task -> its YAML's metadata.version
+    software: dict[str, str] = field(default_factory=dict)  # "lmms-eval", "pathbind" -> the installed version
+    failed: dict[str, str] = field(default_factory=dict)  # task -> why it failed (``pathbind.failed_tasks``)
+    configs: dict[str, Any] = field(default_factory=dict)  # task -> its configuration as lmms-eval wrote it
+
+    def config_of(self, task: str) -> dict[str, Any]:
+        return _mapping(self.configs.get(task))
+
+    @property
+    def predict_only(self) -> bool:
+        """A ``--predict_only`` run: lmms-eval logged the answers and scored none (each task's one metric is its
+        ``bypass`` placeholder, 999)."""
+        cli = self.config.get("resolved_cli_args")
+        return bool(isinstance(cli, dict) and cli.get("predict_only")) or any(
+            "bypass,none" in metrics for metrics in self.results.values())
+
+    def software_text(self) -> str:
+        """``lmms-eval 0.7.3, pathbind 0.1.0``; "" for a run that recorded none."""
+        return ", ".join(f"{name} {version}" for name, version in sorted(self.software.items()))
 
     def metrics(self, task: str) -> dict[str, Any]:
         """The task's metrics by name (``"acc"`` for ``"acc,none"``), stderr entries left out."""
@@ -81,46 +100,101 @@ def load_results(path: Path) -> ResultFile:
     if config.get("model_args"):  # e.g. two pathbind_baseline strategies, or two checkpoints of pathbind_hf
         model += f" ({config['model_args']})"
     subtasks = data.get("group_subtasks") if isinstance(data.get("group_subtasks"), dict) else {}
-    read = (data.get("pathbind") or {}).get("data") if isinstance(data.get("pathbind"), dict) else None
+    report = data.get("pathbind") if isinstance(data.get("pathbind"), dict) else {}
+    read = report.get("data")
     if isinstance(read, dict) and isinstance(read.get("error"), str):  # the whole record failed: each task's did
         read = {task: {"error": read["error"]} for task in results}
     return ResultFile(path, model, results, frozenset(name for name, tasks in subtasks.items() if tasks), config,
-                      {task: record for task, record in (read or {}).items() if isinstance(record, dict)})
+                      {task: record for task, record in (read or {}).items() if isinstance(record, dict)},
+                      _mapping(data.get("versions")), _texts(report.get("software")),
+                      _texts(report.get("failed_tasks")), _mapping(data.get("configs")))
+
+
+def _texts(value: Any) -> dict[str, str]:
+    return {str(key): str(item) for key, item in _mapping(value).items()}
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    return dict(value) if isinstance(value, dict) else {}
+
+
+@dataclass(frozen=True)
+class TaskRun:
+    """The run of one task below a folder: the ``chosen`` results file (the latest holding the task, or the file
+    given), its sample log of the task (written by the same lmms-eval run, same date in its name; None without
+    ``--log_samples``), and the other results files that hold the task too (``passed_over``, newest first)."""
+
+    task: str
+    chosen: ResultFile
+    samples: Path | None
+    passed_over: tuple[Path, ...] = ()
+
+    def choice(self) -> str:
+        """Which results file was taken, and why, when the folder holds several with the task; "" otherwise."""
+        if not self.passed_over:
+            return ""
+        return (f"{len(self.passed_over) + 1} results files hold task {self.task}: using {self.chosen.path} (the "
+                f"latest, by the date lmms-eval puts in its name) over {', '.join(map(str, self.passed_over))}; "
+                "give a results file instead of its folder to use another")
+
+
+def task_run(path: Path, task: str) -> TaskRun:
+    """The run of ``task`` in ``path`` (a results file, or an output folder: the latest of its results files that
+    holds the task); ValueError naming what the path holds instead when none does, ResultsError for a given file
+    that is not a results file. Unreadable results files below a folder are passed over (named when no file holds
+    the task)."""
+    files = [path] if path.is_file() else list(reversed(by_date(find_results([path]))))
+    holding, held, unreadable = [], set(), []
+    for file in files:
+        try:
+            loaded = load_results(file)
+        except ResultsError as exc:
+            if path.is_file():
+                raise
+            unreadable.append(str(exc))
+            continue
+        held |= set(loaded.results) - loaded.groups
+        if task in loaded.results:
+            holding.append(loaded)
+    if not holding:
+        found = f"its runs evaluated {', '.join(sorted(held))}" if held else "it holds no usable results file"
+        skipped = f"; unreadable: {'; '.join(unreadable)}" if unreadable else ""
+        raise TaskNotRun(f"{path}: no run of task {task!r} ({found}{skipped})")
+    chosen = holding[0]
+    samples = chosen.path.with_name(chosen.path.name.removesuffix("results.json") + f"samples_{task}.jsonl")
+    return TaskRun(task, chosen, samples if samples.is_file() else None, tuple(f.path for f in holding[1:]))
+
+
+class TaskNotRun(ValueError):
+    """No results file below a folder holds the task; the message names the tasks its runs evaluated."""
 
 
 def task_results(run_dir: Path, task: str) -> dict[str, Any]:
-    """The latest results entry of ``task`` below ``run_dir`` (keys as lmms-eval writes them, ``"acc,none"``)."""
-    for file in reversed(by_date(find_results([run_dir]))):
-        results = load_results(file).results
-        if task in results:
-            return results[task]
-    raise ValueError(f"{run_dir}: no results.json with task {task!r}")
+    """The results entry of ``task`` in its :func:`task_run` (keys as lmms-eval writes them, ``"acc,none"``)."""
+    return task_run(run_dir, task).chosen.results[task]
 
 
 def task_data(run_dir: Path, task: str) -> dict[str, Any] | None:
-    """The data record (``pathbind.data``) of ``task`` in the latest results.json below ``run_dir`` that ran it;
-    None when that file has none (a run before PathBind recorded it); ResultsError when the record failed."""
-    for file in reversed(by_date(find_results([run_dir]))):
-        loaded = load_results(file)
-        if task in loaded.results:
-            record = loaded.data.get(task)
-            if failure := record_failure(record):
-                raise ResultsError(f"{file}: task {task}: {RECORD_FAILED} ({failure})")
-            return record if record and "fingerprint" in record else None
-    return None
+    """The data record (``pathbind.data``) of ``task`` in its :func:`task_run`; None when that file has none (a
+    run before PathBind recorded it, or a task that is not PathBind's); ResultsError when the record failed."""
+    chosen = task_run(run_dir, task).chosen
+    record = chosen.data.get(task)
+    if failure := record_failure(record):
+        raise ResultsError(f"{chosen.path}: task {task}: {RECORD_FAILED} ({failure})")
+    return record if record and "fingerprint" in record else None
 
 
 def task_samples(run_dir: Path, task: str) -> list[dict[str, Any]]:
-    """Every line of the latest sample log of ``task``; ValueError naming the folder and the fix when there is none,
-    or the file when it is empty."""
-    logs = by_date(find_sample_logs(run_dir, task))
-    if not logs:
-        raise ValueError(f"{run_dir}: no sample log of task {task!r} (run lmms_eval with --log_samples "
-                         f"and --tasks {task})")
-    samples = [sample for _, sample in read_sample_log(logs[-1])]
+    """Every line of the sample log of ``task`` its :func:`task_run` wrote; ValueError naming the results file and
+    the fix when there is none, or the log when it is empty."""
+    found = task_run(run_dir, task)
+    if found.samples is None:
+        raise ValueError(f"{found.chosen.path}: no sample log of task {task!r} beside it (run lmms_eval with "
+                         f"--log_samples and --tasks {task})")
+    samples = [sample for _, sample in read_sample_log(found.samples)]
     if not samples:
-        raise ValueError(f"{logs[-1]}: the sample log of task {task!r} is empty (the run evaluated no document, or "
-                         "was cut short before writing it)")
+        raise ValueError(f"{found.samples}: the sample log of task {task!r} is empty (the run evaluated no document, "
+                         "or was cut short before writing it)")
     return samples
 
 

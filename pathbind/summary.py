@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from pathbind.lmms_output import ResultFile
+from pathbind.text_table import quoted
 
 COVERED = 0.9  # a headline over fewer than this share of the rows its task read is flagged
 
@@ -15,7 +16,7 @@ def summary_rows(result: ResultFile, *, accounting: bool = False) -> list[dict[s
     with ``accounting`` the task's row accounting as it is in the file; without it, a task that evaluated too
     few of its rows is flagged beside its name ("pathbind_x [2 of 12 evaluated]", see :func:`coverage_flag`)."""
     rows = []
-    for task, metrics in sorted(result.results.items()):
+    for task, metrics in sorted(result.results.items()) if not result.predict_only else ():
         values = {name: value for name, value in result.metrics(task).items() if isinstance(value, int | float)}
         if accounting and "accounting,none" in metrics:
             values["accounting"] = metrics["accounting,none"]
@@ -54,9 +55,34 @@ def accounting_rows(result: ResultFile) -> list[dict[str, Any]]:
 
 
 def unaccounted_tasks(result: ResultFile) -> list[str]:
-    """Tasks (not groups) whose results carry no ``accounting``: other plugins' tasks, or runs from before it."""
-    return sorted(task for task, metrics in result.results.items()
-                  if "accounting,none" not in metrics and task not in result.groups)
+    """Tasks (not groups) whose results carry no ``accounting``: other plugins' tasks, or runs from before it
+    (a ``--predict_only`` run is :func:`unshown`'s)."""
+    return [] if result.predict_only else sorted(task for task, metrics in result.results.items()
+                                                 if "accounting,none" not in metrics and task not in result.groups)
+
+
+def unshown(result: ResultFile) -> list[str]:
+    """What the tables cannot show, one line each: a ``--predict_only`` run (nothing scored; its metric is
+    lmms-eval's placeholder 999), a task that failed in its run (why, naming the metric and the plugin's
+    aggregation), a metric whose value is neither a number nor an object (None, text: what its aggregation
+    returned)."""
+    if result.predict_only:
+        return [f"{result.path}: a --predict_only run of {', '.join(sorted(result.results))}: lmms-eval logged the "
+                "answers and scored none (rerun without --predict_only to score them)"]
+    lines = [f"{task} failed in its run: {cause}" for task, cause in sorted(result.failed.items())]
+    for task in sorted(result.results):
+        for name, value in sorted(result.metrics(task).items()):
+            if value is None or isinstance(value, str):
+                lines.append(f"{task}: metric {name!r} is {quoted(value)}, not a number or an object: what its "
+                             f"aggregation ({_aggregation(result, task, name)}) returned")
+    return lines
+
+
+def _aggregation(result: ResultFile, task: str, metric: str) -> str:
+    """The aggregation results.json's ``configs`` names for a task's metric, as lmms-eval wrote it."""
+    configs = result.config_of(task).get("metric_list") or []
+    named = [str(m.get("aggregation")) for m in configs if isinstance(m, dict) and m.get("metric") == metric]
+    return named[0] if named else "not named in the results file"
 
 
 def read_accounting(value: Any) -> tuple[int, int, dict[str, int]] | None:

@@ -45,7 +45,8 @@ def render(env: jinja2.Environment, name: str, variables: dict[str, Any]) -> str
         raise TemplateError(f"No prompt template named {name!r}. Available: {available}") from None
     except jinja2.UndefinedError as exc:
         given = ", ".join(sorted(variables)) or "none"
-        raise TemplateError(f"Template {name!r}: {exc.message} (variables given: {given})") from None
+        raise TemplateError(f"Template {name!r}: {exc.message} (variables given: {given}): pass it to "
+                            f"render_template({name!r}, ...) or take it out of the template") from None
     except jinja2.exceptions.SecurityError as exc:
         raise TemplateError(f"Template {name!r}: {exc}") from None
     except jinja2.TemplateSyntaxError as exc:

@@ -1,4 +1,4 @@
-"""Plain-text tables for the command line."""
+"""Plain text for the command line: tables, and the values messages quote."""
 
 from __future__ import annotations
 
@@ -25,3 +25,13 @@ def _cell(value: Any) -> str:
             return "nan"
         return f"{value:.3f}" if 0 < abs(value) < 1 else f"{value:.1f}"
     return str(value)
+
+
+def quoted(value: Any, limit: int = 60) -> str:
+    """``value`` as a message quotes it: its type and repr, the repr cut to ``limit`` characters.
+
+    >>> quoted(None), quoted("x" * 80)[:12]
+    ('NoneType None', "str 'xxxxxxx")
+    """
+    shown = repr(value)
+    return f"{type(value).__name__} {shown if len(shown) <= limit else shown[:limit - 3] + '...'}"

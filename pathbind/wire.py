@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 
 LAYER_SETS = ("shallow", "mid", "deep", "all")
+# The decoder's nine contiguous ninths (``ninth_1`` the shallowest): the layer sweep of the seed-004 controls.
+LAYER_GROUPS = tuple(f"ninth_{k}" for k in range(1, 10))
 FILLS = ("mean", "grey")
 CURVE_KINDS = ("deletion", "insertion")  # a curve is named "<kind>/<order>": "random" or a heat map's method
 VERSION = 1
@@ -106,8 +108,12 @@ def _view_box(body: dict[str, Any]) -> Box | None:
 
 @dataclass(frozen=True)
 class Query:
+    """A prompt and the entity whose attention is asked; ``layers``, the layer sets of this query's maps where
+    they are not the request's (empty: the request's)."""
+
     prompt: str
     entity: str
+    layers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -122,12 +128,19 @@ class AttentionRequest:
         if not self.queries:
             raise ValueError("attention request has no queries")
 
+    def layers_of(self, query: Query) -> tuple[str, ...]:
+        """The layer sets of ``query``'s maps."""
+        return query.layers or self.layers
+
     def encode(self) -> str:
-        return encode_request("attention", {"queries": [asdict(q) for q in self.queries], "layers": list(self.layers)})
+        queries = [{"prompt": q.prompt, "entity": q.entity, **({"layers": list(q.layers)} if q.layers else {})}
+                   for q in self.queries]
+        return encode_request("attention", {"queries": queries, "layers": list(self.layers)})
 
     @classmethod
     def from_json(cls, body: dict[str, Any]) -> AttentionRequest:
-        queries = tuple(Query(str(q["prompt"]), str(q["entity"])) for q in body["queries"])
+        queries = tuple(Query(str(q["prompt"]), str(q["entity"]), tuple(str(name) for name in q.get("layers", ())))
+                        for q in body["queries"])
         return cls(queries, tuple(str(name) for name in body.get("layers", ["mid"])))
 
 

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pathbind.lmms_output import ResultsError, sample_record, task_data, task_results, task_samples
-from pathbind.provenance import data_differences
+from pathbind.lmms_output import ResultFile, TaskNotRun, sample_record, task_results, task_run, task_samples
+from pathbind.provenance import RECORD_FAILED, data_differences, record_failure
 from pathbind.strict_json import dumps_strict
 from pathbind.text_table import format_table
 
@@ -26,10 +26,13 @@ def add_pairs_command(subparsers: argparse._SubParsersAction) -> None:
                     "a two-sided paired sign-flip test that flips the task's clusters (by default images, whose "
                     "questions are not independent) and the 95% interval of changes it does not reject, with "
                     "p-values Holm-adjusted across every row printed (all pairs, tasks and measures). Runs that "
-                    "evaluated different items or data are refused. Then "
+                    "evaluated different items or data, or another version of the task, are refused; runs of "
+                    "different lmms-eval or PathBind releases, and a folder holding several runs of a task (the "
+                    "latest is taken), are warned about. Then "
                     "Kendall's tau between the model rankings by IoU at q=0.2 and by IoU at the other thresholds "
                     "and by pixel-AP.")
-    parser.add_argument("pairs", nargs="+", metavar="GENERAL:TUNED", help="two output folders joined by ':'")
+    parser.add_argument("pairs", nargs="+", metavar="GENERAL:TUNED",
+                        help="two output folders (or results files in them, to take one of several runs) joined by ':'")
     parser.add_argument("--vqa-task", action="append", metavar="TASK",
                         help="a VQA task giving ΔAcc and ΔMG; repeat for several (default, when neither task option is "
                              f"given: {DEFAULT_VQA})")
@@ -90,9 +93,14 @@ def _split_pair(text: str) -> tuple[Path, Path]:
     if not sep or not general or not tuned:
         raise ValueError(f"{text!r} is not GENERAL:TUNED (two output folders joined by ':')")
     for path in (Path(general), Path(tuned)):
-        if not path.is_dir():
-            raise ValueError(f"{path}: no such output folder")
+        if not path.is_dir() and not (path.is_file() and path.name.endswith("results.json")):
+            raise ValueError(f"{path}: no such output folder or lmms-eval results file")
     return Path(general), Path(tuned)
+
+
+def _label(path: Path) -> str:
+    """A run's name in the table: its folder's, or ``folder/file`` for a results file given."""
+    return f"{path.parent.name}/{path.name}" if path.is_file() else path.name
 
 
 def compare(general: Path, tuned: Path, tasks: dict[str, list[str]], options: dict[str, int]) -> list[dict[str, Any]]:
@@ -101,7 +109,7 @@ def compare(general: Path, tuned: Path, tasks: dict[str, list[str]], options: di
     different data or items, or a task that is not of the kind asked for."""
     rows = [row for task in tasks["vqa"] for row in _vqa_rows(general, tuned, task, options)]
     rows += [row for task in tasks["grounding"] for row in _grounding_rows(general, tuned, task, options)]
-    return [{"general": general.name, "tuned": tuned.name, **row} for row in rows]
+    return [{"general": _label(general), "tuned": _label(tuned), **row} for row in rows]
 
 
 def adjust(rows: list[dict[str, Any]], where: str) -> str:
@@ -117,7 +125,7 @@ def adjust(rows: list[dict[str, Any]], where: str) -> str:
 
 
 def _vqa_rows(general: Path, tuned: Path, task: str, options: dict[str, int]) -> list[dict[str, Any]]:
-    _same_data(general, tuned, task)
+    _comparable(general, tuned, task, "--vqa-task")
     first, second = (vqa_answers(_records(path, task, "correct", "VQA")) for path in (general, tuned))
     return vqa_changes(task, (general, tuned), first, second, options)
 
@@ -130,23 +138,25 @@ def vqa_changes(task: str, runs: tuple[Any, Any], first: dict[str, dict[str, dic
     g, t = ([a[i] for i in items] for a in (first, second))
     paired = [k for k in range(len(items)) if "image" in g[k] and "image" in t[k]]
     rows = [_row(task, "ΔAcc", [g[k]["image"] for k in paired],
-                 [float(t[k]["image"]["correct"]) - float(g[k]["image"]["correct"]) for k in paired], 100, options)]
+                 [float(t[k]["image"]["correct"]) - float(g[k]["image"]["correct"]) for k in paired], 100, options,
+                 bound=1.0)]
     both = [k for k in paired if "text" in g[k] and "text" in t[k]]
     if both:
         rows.append(_row(task, "ΔMG", [g[k]["image"] for k in both], [_gain(t[k]) - _gain(g[k]) for k in both], 100,
-                         options))
+                         options, bound=2.0))
     return rows
 
 
 def _row(task: str, measure: str, records: list[dict[str, Any]], differences: list[float], scale: float,
-         options: dict[str, int]) -> dict[str, Any]:
-    """The paired change over ``records`` (whose clusters are resampled) with per-item ``differences``."""
+         options: dict[str, int], bound: float | None = None) -> dict[str, Any]:
+    """The paired change over ``records`` (whose clusters are resampled) with per-item ``differences``, a
+    difference of proportions within [−``bound``, ``bound``] where one is given."""
     from pathbind_metrics.pairs import paired_delta
     from pathbind_tasks.common.clusters import cluster_keys
 
     keys, cluster = cluster_keys(records)
     return {"task": task, "measure": measure,
-            **paired_delta(differences, keys, cluster=cluster, scale=scale, **options)}
+            **paired_delta(differences, keys, cluster=cluster, scale=scale, bound=bound, **options)}
 
 
 def _gain(answers: dict[str, dict[str, Any]]) -> float:
@@ -154,7 +164,7 @@ def _gain(answers: dict[str, dict[str, Any]]) -> float:
 
 
 def _grounding_rows(general: Path, tuned: Path, task: str, options: dict[str, int]) -> list[dict[str, Any]]:
-    _same_data(general, tuned, task)
+    _comparable(general, tuned, task, "--grounding-task")
     first, second = (_records_by_id(path, task, "iou", "grounding") for path in (general, tuned))
     return grounding_changes(task, (general, tuned), first, second, options)
 
@@ -177,22 +187,55 @@ def _at_default(record: dict[str, Any], measure: str, q: float) -> float:
     return math.nan if value is None else float(value)
 
 
-def _same_data(general: Path, tuned: Path, task: str) -> None:
-    """ValueError (one line: the task and what differs) when the two runs' records of ``task`` name different
-    data, or when a run's record failed; a warning when a run has no record (a run before PathBind recorded its
-    data), then the comparison goes on."""
+def _comparable(general: Path, tuned: Path, task: str, option: str) -> None:
+    """ValueError (one line: the task and the cause) when the two runs of ``task`` cannot be compared: either run
+    lacks the task, was a ``--predict_only`` run, ran another version of the task or other data, or its data record
+    failed. A warning, and the comparison goes on, for a folder holding several runs of the task (the one taken
+    and why), runs of different lmms-eval or PathBind releases, and a run without a record of its data."""
     try:
-        records = {path: task_data(path, task) for path in (general, tuned)}
-    except ResultsError as exc:
-        raise ValueError(f"{exc}: cannot check that both runs read the same data; fix the data and rerun") from None
-    for path in (p for p, record in records.items() if record is None):
-        print(f"pathbind pairs: warning: {path} has no record of the data task {task} read (a run before PathBind "
-              "recorded it): cannot check that both models saw the same data", file=sys.stderr)
-    first, second = records[general], records[tuned]
-    differences = data_differences(first, second) if first and second else []
+        found = {path: task_run(path, task) for path in (general, tuned)}
+    except TaskNotRun as exc:
+        raise ValueError(f"{exc}; choose the task with {option}") from None
+    for path, run in found.items():
+        if run.chosen.predict_only:
+            raise ValueError(f"{run.chosen.path}: a --predict_only run: lmms-eval logged the answers of task {task} "
+                             "and scored none; rerun it without --predict_only to compare it")
+        if choice := run.choice():
+            _warn(f"{path}: {choice}")
+    first, second = found[general].chosen, found[tuned].chosen
+    if first.versions.get(task) != second.versions.get(task):
+        raise ValueError(f"task {task}: {general} ran version {first.versions.get(task)} of it and {tuned} version "
+                         f"{second.versions.get(task)} (its YAML's metadata.version: another version asks or scores "
+                         "otherwise); rerun both with one release of the task")
+    if first.software and second.software and first.software != second.software:
+        _warn(f"{general} ran {first.software_text()} and {tuned} {second.software_text()}: the prompts and "
+              f"scoring of task {task} may differ between them")
+    records = {}
+    for path, run in found.items():
+        record = run.chosen.data.get(task)
+        if failure := record_failure(record):
+            raise ValueError(f"{run.chosen.path}: task {task}: {RECORD_FAILED} ({failure}): cannot check that both "
+                             "runs read the same data; fix the data and rerun")
+        records[path] = record if record and "fingerprint" in record else None
+        if records[path] is None:
+            _warn(f"{path} has no record of the data task {task} read ({_why_no_record(run.chosen, task)}): cannot "
+                  "check that both models saw the same data")
+    first_record, second_record = records[general], records[tuned]
+    differences = data_differences(first_record, second_record) if first_record and second_record else []
     if differences:
         raise ValueError(f"task {task}: {general} and {tuned} ran on different data ({'; '.join(differences)}); "
                          "rerun both on the same data")
+
+
+def _why_no_record(run: ResultFile, task: str) -> str:
+    if not run.data:
+        return (f"{run.path} holds no PathBind record of the data: run without PathBind installed, or from before it "
+                "recorded data")
+    return f"{run.path} records other tasks' data ({', '.join(sorted(run.data))}): {task} is not a PathBind task"
+
+
+def _warn(message: str) -> None:
+    print(f"pathbind pairs: warning: {message}", file=sys.stderr)
 
 
 def _same_items(general: Any, tuned: Any, task: str, first: dict[str, Any], second: dict[str, Any]) -> list[str]:
@@ -224,8 +267,8 @@ def _records(run_dir: Path, task: str, field: str, kind: str) -> list[dict[str, 
     option = "--vqa-task" if kind == "VQA" else "--grounding-task"
     try:
         samples = task_samples(run_dir, task)
-    except ValueError as exc:
-        raise ValueError(f"{exc}, or choose the task with {option}") from exc
+    except TaskNotRun as exc:
+        raise ValueError(f"{exc}; choose the task with {option}") from exc
     records = [sample_record(sample) for sample in samples]
     found = [r for r in records if r is not None and field in r]
     if not found or len(found) < len(records):

@@ -16,6 +16,7 @@ def pathbind_add_commands(subparsers: argparse._SubParsersAction) -> None:
     from pathbind_analysis.audit.features.embed import add_embed_command
     from pathbind_analysis.audit.leakage.command import add_audit_command
     from pathbind_analysis.curation.command import add_curation_commands
+    from pathbind_analysis.matched.command import add_matched_command
     from pathbind_analysis.pairs import add_pairs_command
     from pathbind_analysis.report.command import add_report_command
 
@@ -25,6 +26,7 @@ def pathbind_add_commands(subparsers: argparse._SubParsersAction) -> None:
     add_embed_command(subparsers)
     add_duplicates_command(subparsers)
     add_pairs_command(subparsers)
+    add_matched_command(subparsers)
     add_report_command(subparsers)
 
 

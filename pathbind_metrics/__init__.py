@@ -1,4 +1,5 @@
-"""PathBind metrics: pure numpy/scipy functions from arrays to numbers."""
+"""PathBind metrics: pure numpy/scipy functions from arrays to numbers (scikit-learn's where it computes the very
+metric)."""
 
 from __future__ import annotations
 

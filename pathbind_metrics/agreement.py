@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
 import numpy as np
@@ -34,7 +35,7 @@ def cohen_kappa(a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> float:
     """Cohen's kappa: agreement corrected for the agreement expected by chance (best: 1, chance: 0).
 
     ``kappa = (p_o - p_e) / (1 - p_e)`` with ``p_o`` the observed agreement and ``p_e`` the agreement
-    expected from each rater's label frequencies. It equals ``sklearn.metrics.cohen_kappa_score`` (unweighted).
+    expected from each rater's label frequencies: scikit-learn's ``cohen_kappa_score`` (unweighted).
 
     Parameters
     ----------
@@ -54,17 +55,14 @@ def cohen_kappa(a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> float:
     >>> cohen_kappa([1, 1, 1], [1, 1, 1])
     nan
     """
+    from sklearn.metrics import cohen_kappa_score
+
     first, second = _paired(a, b)
-    _, codes = np.unique(np.concatenate([first, second]), return_inverse=True)
-    n, k = first.size, int(codes.max()) + 1 if codes.size else 0
-    counts = np.zeros((k, k), dtype=np.int64)
-    np.add.at(counts, (codes[:n], codes[n:]), 1)
-    # Integer arithmetic: n * agreements vs sum of marginal products, so p_e == 1 is detected exactly.
-    chance = int(counts.sum(axis=1) @ counts.sum(axis=0))
-    denominator = n * n - chance
-    if denominator == 0:
+    if not first.size:
         return float("nan")
-    return float((n * int(np.trace(counts)) - chance) / denominator)
+    with warnings.catch_warnings():  # one label in common: undefined, NaN as documented
+        warnings.simplefilter("ignore")
+        return float(cohen_kappa_score(first, second, replace_undefined_by=np.nan))
 
 
 def _paired(a: Sequence | np.ndarray, b: Sequence | np.ndarray) -> tuple[np.ndarray, np.ndarray]:

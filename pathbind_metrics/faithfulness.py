@@ -40,15 +40,16 @@ def occlusion_map(original: ArrayLike, occluded: ArrayLike, reference: int, grid
 
 
 def spearman(a: ArrayLike, b: ArrayLike) -> float:
-    """Spearman's ρ: Pearson correlation of the average ranks (ties share a rank); NaN if either is constant.
+    """Spearman's ρ (scipy's ``spearmanr``: Pearson correlation of the average ranks, ties sharing a rank); NaN if
+    either is constant.
 
-    >>> spearman([1, 2, 3, 4], [10, 20, 40, 30])
+    >>> round(spearman([1, 2, 3, 4], [10, 20, 40, 30]), 6)
     0.8
     """
-    x, y = (stats.rankdata(np.asarray(v, dtype=float).ravel()) for v in (a, b))
-    x, y = x - x.mean(), y - y.mean()
-    scale = math.sqrt(float(x @ x) * float(y @ y))
-    return float(x @ y / scale) if scale > 0 else math.nan
+    x, y = (np.asarray(v, dtype=float).ravel() for v in (a, b))
+    if x.size < 2 or np.ptp(x) == 0 or np.ptp(y) == 0:  # undefined: NaN, without scipy's warning
+        return math.nan
+    return float(stats.spearmanr(x, y).statistic)
 
 
 def box_coverage(box: Box, image_size: Sequence[int], grid: int) -> np.ndarray:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Container, Iterable, Sequence
+from collections.abc import Collection, Container, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-from pathbind_metrics.resampling import cluster_codes, cluster_totals, resampled
+from pathbind_metrics.resampling import mean_interval, mover
 from pathbind_metrics.tcga import parse_barcode
 
 PATIENT, SITE, CLEAN = "patient-leaked", "site-leaked", "clean"
@@ -68,14 +69,15 @@ def leak_partition(case: str, tss: str, train_cases: Container[str], train_tss: 
 
 
 def stratified_metric(values: Sequence[float] | np.ndarray, partitions: Sequence[str], *,
-                      clusters: Sequence[str] | None = None, n_resamples: int = 2000, seed: int = 0,
-                      level: float = 0.95, leaked: str = PATIENT, clean: str = CLEAN) -> dict[str, dict[str, float]]:
-    """Mean of a per-item metric in each leak partition, and the gap ``leaked - clean``, with bootstrap CIs.
+                      clusters: Sequence[str] | None = None, proportion: float | None = None, level: float = 0.95,
+                      leaked: str = PATIENT, clean: str = CLEAN) -> dict[str, dict[str, Any]]:
+    """Mean of a per-item metric in each leak partition, and the gap ``leaked - clean``, with cluster intervals.
 
-    Percentile bootstrap over clusters (the items of one case are not independent), resampled within each
-    partition independently (:mod:`pathbind_metrics.resampling`: a resample draws as many clusters as the
-    partition has, a mean is a ratio of totals); the result depends on the seed and the items, not on their order.
-    A positive gap means the model does better on what it was trained on (best: 0).
+    Each partition's interval resamples its clusters (the items of one case are not independent), as every
+    interval of :mod:`pathbind_metrics.resampling` does, and holds its level on few or unequal cases: the
+    Korn–Graubard interval of a ``proportion`` (the values are 0 or this: 1, or 100 for percentages), else the
+    cluster jackknife's. The gap's interval combines the two partitions' (MOVER: their cases are disjoint, so the
+    two are independent). A positive gap means the model does better on what it was trained on (best: 0).
 
     Parameters
     ----------
@@ -86,65 +88,91 @@ def stratified_metric(values: Sequence[float] | np.ndarray, partitions: Sequence
         barcodes) are left out. Left-out items are counted as ``excluded``.
     clusters : sequence of str, optional
         Each item's cluster (its TCGA case); default: every item its own.
-    n_resamples, seed, level
-        Bootstrap resamples, generator seed and interval coverage.
+    proportion, level
+        The value of a correct item where the metric is a proportion (default: none), and interval coverage.
     leaked, clean
         The partitions whose difference is the gap (default: patient-leaked − clean, as in the paper).
 
     Returns
     -------
     dict
-        ``{partition: {"n", "clusters", "mean", "ci_low", "ci_high"}}`` for each of :data:`PARTITIONS`, plus
-        ``"gap": {"mean", "ci_low", "ci_high", "design_effect"}`` and ``"excluded": {"n"}``. An empty partition
-        has a NaN mean and interval, a partition of one cluster a NaN interval, and so has a gap that involves
-        it.
+        ``{partition: {"n", "clusters", "mean", "ci_low", "ci_high", "warning"}}`` for each of :data:`PARTITIONS`,
+        plus ``"gap": {"mean", "ci_low", "ci_high", "design_effect", "warning"}`` and ``"excluded": {"n"}``.
+        ``warning`` says why an interval is less certain or wide (few cases, one case dominating); an empty
+        partition has a NaN mean and interval, a partition of one case a NaN interval, and so has a gap that
+        involves it.
 
     Examples
     --------
-    >>> table = stratified_metric([1, 1, 0, 1, 0, 0], ["patient-leaked"] * 3 + ["clean"] * 3, seed=0)
+    >>> table = stratified_metric([1, 1, 0, 1, 0, 0], ["patient-leaked"] * 3 + ["clean"] * 3, proportion=1)
     >>> round(table["gap"]["mean"], 3), table["clean"]["n"], table["site-leaked"]["n"]
     (0.333, 3, 0)
     """
     array = np.asarray(values, dtype=float)
     labels = np.asarray(partitions, dtype=object)
-    # Without clusters each item is its own, keyed by nothing but its value: the CIs ignore item order.
+    # Without clusters each item is its own, keyed by nothing but its value: the intervals ignore item order.
     keys = np.asarray([str(k) for k in clusters] if clusters is not None else [""] * array.size, dtype=object)
     if not array.shape == labels.shape == keys.shape:
         raise ValueError(f"values, partitions and clusters differ in length: {array.size} vs {labels.size} vs "
                          f"{keys.size}")
     usable = ~np.isnan(array)
-    table: dict[str, dict[str, float]] = {}
-    clustered: dict[str, np.ndarray] = {}
-    itemwise: dict[str, np.ndarray] = {}
-    for stream, name in enumerate(PARTITIONS):  # each partition its own stream: every CI depends on the seed only
+    table: dict[str, dict[str, Any]] = {}
+    found: dict[str, dict[str, Any]] = {}
+    strata: dict[str, np.ndarray] = {}
+    for name in PARTITIONS:
         mask = usable & (labels == name)
-        order = np.lexsort((array[mask], keys[mask]))  # sorted: the CIs ignore item order (ranks, shuffles)
-        stratum, stratum_keys = array[mask][order], keys[mask][order]
-        codes = cluster_codes(list(stratum_keys)) if clusters is not None else np.arange(stratum.size)
-        totals = cluster_totals(np.column_stack([stratum, np.ones(stratum.size)]), codes)
-        clustered[name] = _resampled_means(totals, n_resamples, (seed, stream))
-        itemwise[name] = _resampled_means(np.column_stack([stratum, np.ones(stratum.size)]), n_resamples,
-                                          (seed, stream))
-        mean = float(stratum.mean()) if stratum.size else float("nan")
-        table[name] = {"n": int(stratum.size), "clusters": len(totals), "mean": mean,
-                       **_interval(clustered[name], level)}
-    gap = table[leaked]["mean"] - table[clean]["mean"]
-    gaps, item_gaps = clustered[leaked] - clustered[clean], itemwise[leaked] - itemwise[clean]
-    effect = float(np.var(gaps) / np.var(item_gaps)) if np.isfinite(gaps).all() and np.var(item_gaps) > 0 else math.nan
-    table["gap"] = {"mean": gap, **_interval(gaps, level), "design_effect": effect}
+        order = np.lexsort((array[mask], keys[mask]))  # sorted: the same sums whatever the items' order (ranks)
+        strata[name], stratum_keys = array[mask][order], keys[mask][order]
+        found[name] = mean_interval(strata[name], list(stratum_keys) if clusters is not None else
+                                    list(range(order.size)), cluster="case", proportion=proportion, level=level)
+        table[name] = {"n": int(mask.sum()), "clusters": found[name]["clusters"],
+                       "mean": float(strata[name].mean()) if mask.any() else math.nan,
+                       "ci_low": found[name]["low"], "ci_high": found[name]["high"],
+                       "warning": found[name]["warning"]}
+    first, second = table[leaked], table[clean]
+    low, high = mover([first["mean"], second["mean"]], [(first["ci_low"], first["ci_high"]),
+                                                       (second["ci_low"], second["ci_high"])])
+    # The design effect of the gap: the two partitions' clustered variances over their items' (Kish).
+    items = [strata[name].var(ddof=1) / strata[name].size if strata[name].size > 1 else math.nan
+             for name in (leaked, clean)]
+    clustered = [found[name]["design_effect"] * v if v > 0 else 0.0 for name, v in zip((leaked, clean), items,
+                                                                                      strict=True)]
+    warnings = [f"{name}: {table[name]['warning']}" for name in (leaked, clean) if table[name]["warning"]]
+    table["gap"] = {"mean": first["mean"] - second["mean"], "ci_low": low, "ci_high": high,
+                    "design_effect": _kish(sum(clustered), sum(items)), "warning": "; ".join(warnings)}
     table["excluded"] = {"n": int(array.size - sum(table[name]["n"] for name in PARTITIONS))}
     return table
 
 
-def _resampled_means(totals: np.ndarray, n_resamples: int, seed: tuple[int, int]) -> np.ndarray:
-    if len(totals) < 2:  # one case cannot show how cases vary: no interval, rather than a point
-        return np.full(n_resamples, np.nan)
-    return resampled(lambda sums: sums[..., 0] / sums[..., 1], totals, n_resamples, seed)
+def _kish(clustered: float, items: float) -> float:
+    return float(clustered / items) if items > 0 else math.nan
 
 
-def _interval(estimates: np.ndarray, level: float) -> dict[str, float]:
-    if np.isnan(estimates).any():
-        return {"ci_low": float("nan"), "ci_high": float("nan")}
-    tail = 100 * (1 - level) / 2
-    low, high = np.percentile(estimates, [tail, 100 - tail])
-    return {"ci_low": float(low), "ci_high": float(high)}
+def site_folds(site_sizes: Mapping[str, int], folds: int = 0) -> dict[str, int]:
+    """Each site's fold (0, 1, …) in a site-disjoint split: every slide of a site lies in one fold, so no tissue
+    source site straddles a train/test boundary (leave-site-out cross-validation).
+
+    ``folds=0`` gives every site its own fold (leave-one-site-out). Otherwise the sites, largest first (ties by
+    name), each join the fold with the fewest slides so far (ties: the lowest fold), so the folds' sizes differ by at
+    most the largest site's. Deterministic: it depends on the sizes alone.
+
+    Examples
+    --------
+    >>> site_folds({"A2": 5, "BH": 4, "E2": 3, "AR": 1}, folds=2)
+    {'A2': 0, 'BH': 1, 'E2': 1, 'AR': 0}
+    >>> site_folds({"A2": 5, "BH": 4})
+    {'A2': 0, 'BH': 1}
+    """
+    ordered = sorted(site_sizes, key=lambda site: (-site_sizes[site], site))
+    if folds == 0:
+        return {site: fold for fold, site in enumerate(ordered)}
+    if not 1 <= folds <= len(ordered):
+        raise ValueError(f"{folds} folds of {len(ordered)} sites: each fold needs a site of its own (at most "
+                         f"{len(ordered)} folds; 0 for one fold per site)")
+    sizes = [0] * folds
+    assigned = {}
+    for site in ordered:
+        fold = min(range(folds), key=lambda f: (sizes[f], f))
+        assigned[site] = fold
+        sizes[fold] += site_sizes[site]
+    return {site: assigned[site] for site in site_sizes}

@@ -154,7 +154,8 @@ def mean_absolute_error(predicted: ArrayLike, reference: ArrayLike) -> float:
 
 def macro_f1(y_true: Sequence[Hashable], y_pred: Sequence[Hashable | None], *,
              labels: Sequence[Hashable] | None = None) -> float:
-    """Unweighted mean over classes of the per-class F1 ``2TP / (2TP + FP + FN)`` (best 1); NaN for no items.
+    """Unweighted mean over classes of the per-class F1 ``2TP / (2TP + FP + FN)`` (best 1): scikit-learn's
+    ``f1_score(average="macro")``; NaN for no items.
 
     Parameters
     ----------
@@ -172,18 +173,18 @@ def macro_f1(y_true: Sequence[Hashable], y_pred: Sequence[Hashable | None], *,
     >>> macro_f1(["a", "a", "b", "c"], ["a", "b", "b", None])
     0.4444444444444444
     """
+    from sklearn.metrics import f1_score
+
     if len(y_true) != len(y_pred):
         raise ValueError(f"paired arrays differ in length: {len(y_true)} vs {len(y_pred)}")
-    if not y_true:
+    classes = [c for c in (labels if labels is not None else dict.fromkeys([*y_true, *y_pred])) if c is not None]
+    if not y_true or not classes:
         return math.nan
-    classes = list(labels) if labels is not None else list(dict.fromkeys([*y_true, *y_pred]))
-    scores = []
-    for label in (c for c in classes if c is not None):
-        tp = sum(t == label and p == label for t, p in zip(y_true, y_pred, strict=True))
-        fp = sum(t != label and p == label for t, p in zip(y_true, y_pred, strict=True))
-        fn = sum(t == label and p != label for t, p in zip(y_true, y_pred, strict=True))
-        scores.append(2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0)
-    return float(np.mean(scores)) if scores else math.nan
+    # Classes as codes 0..K-1, an invalid answer (or any class not averaged over) as -1: scikit-learn compares
+    # labels of one type, and -1 is no class averaged over.
+    code = {label: k for k, label in enumerate(classes)}
+    true, pred = ([code.get(label, -1) for label in sequence] for sequence in (y_true, y_pred))
+    return float(f1_score(true, pred, labels=list(range(len(classes))), average="macro", zero_division=0))
 
 
 def entity_recall(reference: Sequence[Hashable], mentioned: Sequence[Hashable]) -> float:

@@ -14,13 +14,16 @@ from 3 clusters up):
   interval of independent items, which a few clusters that agree by chance would otherwise give.
 - with ``proportion``: the Korn–Graubard interval, Clopper–Pearson on the effective number of items (items over
   the design effect, scaled by (t_items / t_df)²), which stays inside [0, 100] and has width at 0% or 100%.
+- :func:`difference_interval`: a difference of two proportions over the same items (MG, a drop), the MOVER of the
+  Korn–Graubard intervals of the shares gaining and losing: width wherever its parts have it, skewed near a bound.
+- :class:`Interval`: the level-free part of each, its bounds at any level and the p-value of the test it inverts.
 - :func:`sign_flip_p`: a cluster sign-flip test, exact (every sign pattern) up to 13 clusters;
-  :func:`sign_flip_interval`: the values of the mean it does not reject, so interval and p-value agree.
+  :meth:`SignFlips.interval`: the values of the mean it does not reject, so interval and p-value agree.
 
-Each interval says what it resampled and warns where clusters are few (< 20) or one holds more than 10% of the
-items. A statistic is a function of column totals: ``statistic(sums)`` maps ``sums[..., k]`` (the totals of ``k``
-per-item columns) to the measure, e.g. ``100 * sums[..., 0] / sums[..., 1]`` for an accuracy over the columns
-(correct, 1).
+Each interval says what it resampled and warns where clusters are few (< 20), one holds more than 10% of the
+items, or so few degrees of freedom are left that it is wide. Memory and time are linear in the items. A statistic
+is a function of column totals: ``statistic(sums)`` maps ``sums[..., k]`` (the totals of ``k`` per-item columns)
+to the measure, e.g. ``100 * sums[..., 0] / sums[..., 1]`` for an accuracy over the columns (correct, 1).
 """
 
 from __future__ import annotations
@@ -34,9 +37,9 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 Statistic = Callable[[np.ndarray], np.ndarray]
-DRAWS_PER_CHUNK = 1 << 22  # cluster indices drawn at once (32 MB), whatever the number of resamples
 FEW_CLUSTERS = 20  # below this many clusters an interval warns that its level rests on the small-sample correction
 DOMINANT_SHARE = 0.10  # a cluster holding more than this share of the items makes the others count for less
+WIDE_DF = 3.0  # fewer degrees of freedom than this (t above 3.2): an interval says why it is wide
 
 
 def cluster_codes(keys: Sequence[Hashable]) -> np.ndarray:
@@ -53,6 +56,119 @@ def cluster_totals(rows: np.ndarray, codes: np.ndarray) -> np.ndarray:
     return totals
 
 
+class Interval:
+    """An interval's level-free part: what it resampled and how (``described``), and its bounds at any level
+    (``bounds(level)``), from which :meth:`at` gives the interval and :meth:`p_value` the test it inverts. Built by
+    :meth:`of_statistic`, :meth:`of_mean` and :meth:`of_difference`; :func:`cluster_interval`,
+    :func:`mean_interval` and :func:`difference_interval` give their dicts at one level."""
+
+    def __init__(self, described: dict[str, Any], bounds: Callable[[float], tuple[float, float]]) -> None:
+        self.described, self.bounds = described, bounds
+
+    def at(self, level: float = 0.95) -> dict[str, Any]:
+        """``{"low", "high", "cluster", "clusters", "items", "design_effect", "df", "method", "warning"}``."""
+        low, high = self.bounds(level)
+        return {"low": low, "high": high, **self.described}
+
+    def p_value(self) -> float:
+        """The smallest 1 − level at which the interval excludes 0 (bisection to 1e-12: intervals widen with their
+        level); 1 where none does, NaN without an interval."""
+        def excludes(alpha: float) -> bool:
+            low, high = self.bounds(1 - alpha)
+            return bool(low > 0 or high < 0)
+
+        low, high = 1e-12, 1 - 1e-12
+        if math.isnan(self.bounds(0.5)[0]):
+            return math.nan
+        if excludes(low):
+            return low
+        if not excludes(high):
+            return 1.0
+        while high - low > 1e-12 * high:
+            middle = (low + high) / 2
+            low, high = (low, middle) if excludes(middle) else (middle, high)
+        return high
+
+    @classmethod
+    def of_statistic(cls, statistic: Statistic, columns: ArrayLike, clusters: Sequence[Hashable], *, cluster: str,
+                     proportion: float | None = None,
+                     bounds: tuple[float, float] = (-math.inf, math.inf)) -> Interval:
+        """See :func:`cluster_interval`."""
+        rows, codes, sizes = _clustered(columns, clusters)
+        if sizes.size < 2:
+            return _no_interval(sizes, len(rows), cluster)
+        totals = cluster_totals(rows, codes)
+        with np.errstate(divide="ignore", invalid="ignore"):  # a left-out cluster may leave a ratio undefined: NaN
+            estimate = float(statistic(totals.sum(axis=0)))
+            variance = jackknife_variance(statistic, totals)
+            items = variance if sizes.size == len(rows) else jackknife_variance(statistic, rows)
+        effect = _ratio(variance, items)
+        df = bell_mccaffrey_df(sizes, working_icc(effect, sizes))
+        described = _described(cluster, sizes, len(rows), effect, df)
+        alike = variance == 0 and items == 0 and all(map(math.isfinite, bounds))  # every item the same value
+        if proportion is not None or alike:
+            # A mean within finite bounds whose items all agree: the jackknife sees no spread, and would give a
+            # point; its place between the bounds is a proportion whose interval has width (Kish's clusters).
+            origin, reach = (0.0, proportion) if proportion is not None else (bounds[0], bounds[1] - bounds[0])
+
+            def scaled(level: float) -> tuple[float, float]:
+                low, high = korn_graubard((estimate - origin) / reach, variance / reach**2, sizes, df, level)
+                return origin + low * reach, origin + high * reach
+
+            return cls({**described, "method": "Korn–Graubard (Clopper–Pearson on effective n)"}, scaled)
+
+        def symmetric(level: float) -> tuple[float, float]:
+            # Never narrower than the interval of independent items: a few clusters that agree by chance would
+            # otherwise give next to no width.
+            half = max(float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(variance),
+                       float(stats.norm.ppf(0.5 + level / 2)) * math.sqrt(items) if math.isfinite(items) else 0.0)
+            return max(estimate - half, bounds[0]), min(estimate + half, bounds[1])
+
+        return cls({**described, "method": "cluster jackknife SE × t(df)"}, symmetric)
+
+    @classmethod
+    def of_mean(cls, values: ArrayLike, clusters: Sequence[Hashable], *, cluster: str, scale: float = 1.0,
+                proportion: float | None = None) -> Interval:
+        """See :func:`mean_interval`."""
+        array = np.asarray(values, dtype=float)
+        keep = np.isfinite(array)
+        kept = [key for key, k in zip(clusters, keep, strict=True) if k]
+        columns = np.column_stack([array[keep], np.ones(int(keep.sum()))])
+        return cls.of_statistic(mean_of(0, 1, scale), columns, kept, cluster=cluster, proportion=proportion)
+
+    @classmethod
+    def of_difference(cls, differences: ArrayLike, clusters: Sequence[Hashable], *, cluster: str,
+                      bound: float = 1.0, scale: float = 1.0) -> Interval:
+        """See :func:`difference_interval`."""
+        d = np.asarray(differences, dtype=float)
+        keep = np.isfinite(d)
+        d = d[keep] / bound
+        rows, codes, sizes = _clustered(np.column_stack([np.maximum(d, 0), np.maximum(-d, 0), np.ones(d.size)]),
+                                        [key for key, kept in zip(clusters, keep, strict=True) if kept])
+        if sizes.size < 2:
+            return _no_interval(sizes, len(rows), cluster)
+        left_out = cluster_totals(rows, codes)
+        left_out = left_out.sum(axis=0) - left_out
+        deviations = left_out[:, :2] / left_out[:, 2:] - (left_out[:, :2] / left_out[:, 2:]).mean(axis=0)
+        covariance = (sizes.size - 1) / sizes.size * deviations.T @ deviations  # jackknife, of the two shares
+        shares, items = rows[:, :2].mean(axis=0), rows[:, :2].var(axis=0, ddof=1) / len(rows)
+        dfs = [bell_mccaffrey_df(sizes, working_icc(_ratio(covariance[k, k], items[k]), sizes)) for k in (0, 1)]
+        spread = math.sqrt(covariance[0, 0] * covariance[1, 1])
+        correlation = covariance[0, 1] / spread if spread > 0 else 0.0
+        effect = _ratio(covariance[0, 0] + covariance[1, 1] - 2 * covariance[0, 1],
+                        float(np.var(rows[:, 0] - rows[:, 1], ddof=1)) / len(rows))
+        reach = scale * bound
+
+        def combined(level: float) -> tuple[float, float]:
+            parts = [korn_graubard(shares[k], covariance[k, k], sizes, dfs[k], level) for k in (0, 1)]
+            low, high = mover(shares, parts, correlation)
+            return max(reach * low, -abs(reach)), min(reach * high, abs(reach))
+
+        described = _described(cluster, sizes, len(rows), effect, min(dfs))
+        return cls({**described, "method": "MOVER from the Korn–Graubard intervals of the shares gaining and "
+                                           "losing"}, combined)
+
+
 def cluster_interval(statistic: Statistic, columns: ArrayLike, clusters: Sequence[Hashable], *, cluster: str,
                      proportion: float | None = None, bounds: tuple[float, float] = (-math.inf, math.inf),
                      level: float = 0.95) -> dict[str, Any]:
@@ -60,42 +176,77 @@ def cluster_interval(statistic: Statistic, columns: ArrayLike, clusters: Sequenc
     cluster key), with what it resampled and how:
 
     ``{"low", "high", "cluster": <what a cluster is>, "clusters": C, "items": n, "design_effect": d,
-    "df": <degrees of freedom>, "method", "warning": <"" or why the level is less certain>}``.
+    "df": <degrees of freedom>, "method", "warning": <"" or why the level is less certain or the interval wide>}``.
 
-    ``proportion``: the statistic is a proportion times this (100 for a percentage), and the interval is the
-    Korn–Graubard one. ``bounds``: the statistic's possible range, which the interval does not leave. NaN bounds
-    for fewer than two clusters or where leaving a cluster out leaves the statistic undefined; a NaN design effect
-    where the items do not vary.
+    The estimate ± t·SE, or with ``proportion`` (the statistic is a proportion times this, 100 for a percentage)
+    the Korn–Graubard interval. ``bounds``: the statistic's possible range, which the interval does not leave;
+    where both are finite and every item has the same value (no spread for the jackknife: a point), the
+    Korn–Graubard interval of the estimate's place between them. NaN bounds for fewer than two clusters or where
+    leaving a cluster out leaves the statistic undefined; a NaN design effect where the items do not vary.
     """
+    found = Interval.of_statistic(statistic, columns, clusters, cluster=cluster, proportion=proportion,
+                                  bounds=bounds)
+    return found.at(level)
+
+
+def mean_interval(values: ArrayLike, clusters: Sequence[Hashable], *, cluster: str, scale: float = 1.0,
+                  proportion: float | None = None, level: float = 0.95) -> dict[str, Any]:
+    """:func:`cluster_interval` of the mean of the finite ``values`` (items with a non-finite value left out)."""
+    return Interval.of_mean(values, clusters, cluster=cluster, scale=scale, proportion=proportion).at(level)
+
+
+def difference_interval(differences: ArrayLike, clusters: Sequence[Hashable], *, cluster: str, bound: float = 1.0,
+                        scale: float = 1.0, level: float = 0.95) -> dict[str, Any]:
+    """The ``level`` interval of the mean of per-item differences within ``[-bound, bound]`` (MG: correct with the
+    image − correct without it, ``bound`` 1), times ``scale``, with :func:`cluster_interval`'s fields (``df``:
+    the fewer of its two parts'). Items with a non-finite difference are left out.
+
+    A difference of two proportions is the share of items that gain minus the share that lose (``max(d, 0)`` and
+    ``max(-d, 0)`` over ``bound``): each has its Korn–Graubard interval, and the two are combined by the method of
+    variance estimates recovery (MOVER: Newcombe's square-and-add of each bound's distance from its estimate,
+    with the cluster jackknife's correlation of the two shares; Zou & Donner 2008). It keeps the parts' bounds:
+    it has width wherever they have, at every value of the difference (every item gaining on 2 images is not
+    [100, 100]), and where a few images lose it is skewed as the truth is.
+    """
+    return Interval.of_difference(differences, clusters, cluster=cluster, bound=bound, scale=scale).at(level)
+
+
+def mover(estimates: ArrayLike, intervals: Sequence[tuple[float, float]],
+          correlation: float = 0.0) -> tuple[float, float]:
+    """Bounds of ``estimates[0] − estimates[1]`` from each estimate's interval (Newcombe 1998; the MOVER of Zou &
+    Donner 2008): each bound is the difference minus (plus) the root of the squared distances from each estimate
+    to its bound that moves the difference that way, less twice ``correlation`` times their product.
+
+    >>> mover([0.5, 0.5], [(0.3, 0.7), (0.3, 0.7)])
+    (-0.28284271247461906, 0.28284271247461906)
+    """
+    (first, second), ((low1, high1), (low2, high2)) = np.asarray(estimates, dtype=float), intervals
+    down, up = first - low1, high2 - second  # the moves that lower the difference
+    rise, fall = high1 - first, second - low2  # and those that raise it
+    difference = first - second  # NaN in, NaN out: np.maximum keeps it where max() would not
+    return (float(difference - np.sqrt(np.maximum(0.0, down**2 + up**2 - 2 * correlation * down * up))),
+            float(difference + np.sqrt(np.maximum(0.0, rise**2 + fall**2 - 2 * correlation * rise * fall))))
+
+
+def _clustered(columns: ArrayLike, clusters: Sequence[Hashable]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The items' columns as rows, their cluster codes and the clusters' sizes."""
     rows = np.asarray(columns, dtype=float)
     rows = rows.reshape(len(rows), -1) if rows.size else np.zeros((len(clusters), 1))
     if len(rows) != len(clusters):
         raise ValueError(f"{len(rows)} items but {len(clusters)} cluster keys")
     codes = cluster_codes(clusters)
-    sizes = np.bincount(codes).astype(float)
-    described = {"cluster": cluster, "clusters": sizes.size, "items": len(rows)}
-    if sizes.size < 2:  # one cluster cannot show how clusters vary: no interval, rather than a point
-        return {"low": math.nan, "high": math.nan, **described, "design_effect": math.nan, "df": math.nan,
-                "method": "none: fewer than two clusters", "warning": cluster_warning(sizes, cluster)}
-    totals = cluster_totals(rows, codes)
-    with np.errstate(divide="ignore", invalid="ignore"):  # a left-out cluster may leave a ratio undefined: NaN
-        estimate = float(statistic(totals.sum(axis=0)))
-        variance = jackknife_variance(statistic, totals)
-        items = variance if sizes.size == len(rows) else jackknife_variance(statistic, rows)
-    effect = _ratio(variance, items)
-    df = bell_mccaffrey_df(sizes, working_icc(effect, sizes))
-    if proportion is None:
-        # Never narrower than the interval of independent items: a few clusters that agree by chance (three images
-        # with the same MG) would otherwise give next to no width.
-        half = max(float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(variance),
-                   float(stats.norm.ppf(0.5 + level / 2)) * math.sqrt(items) if math.isfinite(items) else 0.0)
-        low, high = max(estimate - half, bounds[0]), min(estimate + half, bounds[1])
-        method = "cluster jackknife SE × t(df)"
-    else:
-        low, high = korn_graubard(estimate / proportion, variance / proportion**2, sizes, df, level)
-        low, high, method = low * proportion, high * proportion, "Korn–Graubard (Clopper–Pearson on effective n)"
-    return {"low": low, "high": high, **described, "design_effect": effect, "df": df, "method": method,
-            "warning": cluster_warning(sizes, cluster)}
+    return rows, codes, np.bincount(codes).astype(float)
+
+
+def _described(cluster: str, sizes: np.ndarray, items: int, effect: float, df: float) -> dict[str, Any]:
+    return {"cluster": cluster, "clusters": sizes.size, "items": items, "design_effect": effect, "df": df,
+            "warning": cluster_warning(sizes, cluster, df)}
+
+
+def _no_interval(sizes: np.ndarray, items: int, cluster: str) -> Interval:
+    """One cluster cannot show how clusters vary: no interval, rather than a point."""
+    described = {**_described(cluster, sizes, items, math.nan, math.nan), "method": "none: fewer than two clusters"}
+    return Interval(described, lambda level: (math.nan, math.nan))
 
 
 def jackknife_variance(statistic: Statistic, totals: np.ndarray) -> float:
@@ -111,14 +262,23 @@ def jackknife_variance(statistic: Statistic, totals: np.ndarray) -> float:
 def bell_mccaffrey_df(sizes: np.ndarray, icc: float = 0.0) -> float:
     """Degrees of freedom of the cluster-robust (CR2) variance of a mean over clusters of ``sizes`` items
     (Bell & McCaffrey 2002) under a working intra-cluster correlation ``icc``: C − 1 for equal sizes, towards 1
-    as a few clusters carry most items (and most of the variance, the more so the higher ``icc``)."""
-    total = sizes.sum()
-    share, scale = sizes / total, 1 / np.sqrt(1 - sizes / total)
-    weight = (1 - icc) + icc * sizes  # each cluster's row sum of the working correlation
-    # scale_c scale_d [g_c' Φ g_d] for the centred, CR2-scaled cluster indicators g_c
-    m = (np.diag(sizes * weight) - np.outer(sizes * weight, share) - np.outer(share, sizes * weight)
-         + np.outer(share, share) * np.sum(sizes * weight)) * np.outer(scale, scale)
-    return float(np.trace(m) ** 2 / np.sum(m * m))
+    as a few clusters carry most items (and most of the variance, the more so the higher ``icc``).
+
+    The df is trace(M)² / ‖M‖²_F for the C × C matrix M = K (diag(a) − a sᵀ − s aᵀ + A s sᵀ) K, with ``s`` the
+    clusters' shares of the items, ``a`` their sizes times their working correlation's row sums, A = Σa and
+    K = diag(1/√(1 − s)). M is diagonal plus rank two, so both come from sums over the clusters: O(C) time and
+    memory (the matrix itself would be 13 GB at 40,000 clusters).
+    """
+    share = sizes / sizes.sum()
+    k2 = 1 / (1 - share)  # the CR2 scale, squared
+    a = sizes * ((1 - icc) + icc * sizes)
+    total = a.sum()
+    trace = np.sum(k2 * (a - 2 * a * share + total * share**2))
+    uu, vv, uv = np.sum(k2 * a * a), np.sum(k2 * share * share), np.sum(k2 * a * share)
+    # ‖K diag(a) K‖² + 2⟨K diag(a) K, K B K⟩ + ‖K B K‖² with B = −a sᵀ − s aᵀ + A s sᵀ, u = K a, v = K s
+    squares = (np.sum(k2**2 * a * (a - 4 * a * share + 2 * total * share**2))
+               + 2 * uu * vv + 2 * uv**2 + total**2 * vv**2 - 4 * total * uv * vv)
+    return float(trace**2 / squares)
 
 
 def working_icc(design_effect: float, sizes: np.ndarray) -> float:
@@ -147,34 +307,22 @@ def korn_graubard(p: float, variance: float, sizes: np.ndarray, df: float, level
     return low, high
 
 
-def cluster_warning(sizes: np.ndarray, cluster: str) -> str:
-    """Why an interval over clusters of ``sizes`` items rests on its small-sample correction, or ""."""
+def cluster_warning(sizes: np.ndarray, cluster: str, df: float = math.nan) -> str:
+    """Why an interval over clusters of ``sizes`` items rests on its small-sample correction, and why it is wide
+    where it rests on fewer than :data:`WIDE_DF` degrees of freedom, or ""."""
     reasons = []
     if 0 < sizes.size < FEW_CLUSTERS:  # no cluster at all: no interval, nothing to warn of
         reasons.append(f"only {sizes.size} {cluster} clusters (< {FEW_CLUSTERS})")
     if sizes.size and sizes.max() > max(DOMINANT_SHARE, 2 / sizes.size) * sizes.sum():  # more than twice its share
         reasons.append(f"one {cluster} holds {sizes.max() / sizes.sum():.0%} of the items "
                        f"(> {DOMINANT_SHARE:.0%})")
+    if df < WIDE_DF:
+        reasons.append(f"so its t has {df:.1f} degrees of freedom: the interval holds its level but is wide")
     return "; ".join(reasons)
 
 
 def _ratio(clustered: float, items: float) -> float:
     return clustered / items if items > 0 and math.isfinite(clustered) else math.nan
-
-
-def resampled(statistic: Statistic, totals: np.ndarray, n_resamples: int, seed: int | tuple[int, ...]) -> np.ndarray:
-    """``statistic`` of ``n_resamples`` draws of ``len(totals)`` rows with replacement (seeded; drawn in chunks
-    that continue one random stream, so the draws do not depend on the chunk size)."""
-    rng = np.random.default_rng(seed)
-    per_chunk = max(1, DRAWS_PER_CHUNK // max(1, len(totals)))
-    values = []
-    for start in range(0, n_resamples, per_chunk):
-        draws = rng.integers(0, len(totals), (min(per_chunk, n_resamples - start), len(totals)))
-        # One 2-D gather and sum per column: the same pairwise sums an item bootstrap's mean takes.
-        sums = np.stack([totals[:, k][draws].sum(axis=1) for k in range(totals.shape[1])], axis=-1)
-        with np.errstate(divide="ignore", invalid="ignore"):  # an undefined draw is NaN, left out of the interval
-            values.append(statistic(sums))
-    return np.concatenate(values)
 
 
 # ------------------------------------------------------------------------------------------ sign-flip tests
@@ -282,18 +430,3 @@ def holm(pvalues: Sequence[float]) -> list[float]:
 def mean_of(column: int, count: int, scale: float = 1.0) -> Statistic:
     """The mean of one column: ``scale * sums[column] / sums[count]`` (``count`` a column of ones)."""
     return lambda sums: scale * (sums[..., column] / sums[..., count])
-
-
-def difference_of_means(first: int, second: int, count: int, scale: float = 1.0) -> Statistic:
-    """``mean(first) − mean(second)`` over the same items, each scaled as :func:`mean_of` scales it."""
-    return lambda sums: scale * (sums[..., first] / sums[..., count]) - scale * (sums[..., second] / sums[..., count])
-
-
-def mean_interval(values: ArrayLike, clusters: Sequence[Hashable], *, cluster: str, scale: float = 1.0,
-                  **options: Any) -> dict[str, Any]:
-    """:func:`cluster_interval` of the mean of the finite ``values`` (items with a non-finite value left out)."""
-    array = np.asarray(values, dtype=float)
-    keep = np.isfinite(array)
-    kept = [key for key, k in zip(clusters, keep, strict=True) if k]
-    columns = np.column_stack([array[keep], np.ones(int(keep.sum()))])
-    return cluster_interval(mean_of(0, 1, scale), columns, kept, cluster=cluster, **options)

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 import numpy as np
 from PIL import Image
 
-from pathbind.wire import LAYER_SETS
+from pathbind.wire import LAYER_GROUPS, LAYER_SETS
 
 
 @dataclass
@@ -54,9 +54,12 @@ class Attribution:
 
 
 def layer_indices(layers: str | list[int], count: int) -> list[int]:
-    """Decoder layers by name — the shallow, middle (``mid``) or deep third, or ``all`` — or an explicit list.
+    """Decoder layers by name — the shallow, middle (``mid``) or deep third, ``all``, or a ninth (``ninth_1`` …
+    ``ninth_9``) — or an explicit list.
 
-    The thirds split ``count`` layers at ⌊L/3⌋ and ⌊2L/3⌋, so the middle third is {⌊L/3⌋, …, ⌊2L/3⌋−1}.
+    The thirds split ``count`` layers at ⌊L/3⌋ and ⌊2L/3⌋, so the middle third is {⌊L/3⌋, …, ⌊2L/3⌋−1}; ninth k is
+    {⌊(k−1)L/9⌋, …, ⌊kL/9⌋−1}, or the one layer ⌊(k−1)L/9⌋ where that is empty (fewer than nine layers: neighbouring
+    ninths then share a layer).
     """
     if not isinstance(layers, str):
         chosen = [int(i) for i in layers]
@@ -65,8 +68,12 @@ def layer_indices(layers: str | list[int], count: int) -> list[int]:
         return chosen
     bounds = {"shallow": (0, count // 3), "mid": (count // 3, 2 * count // 3), "deep": (2 * count // 3, count),
               "all": (0, count)}
+    for k, name in enumerate(LAYER_GROUPS, start=1):
+        start = (k - 1) * count // 9
+        bounds[name] = (start, max(start + 1, k * count // 9))
     if layers not in bounds:
-        raise ValueError(f"layers {layers!r} is not one of {', '.join(LAYER_SETS)} or a list of layer indices")
+        raise ValueError(f"layers {layers!r} is not one of {', '.join((*LAYER_SETS, *LAYER_GROUPS))} or a list of "
+                         "layer indices")
     return list(range(*bounds[layers]))
 
 
@@ -79,7 +86,9 @@ class Adapter(Protocol):
     """
 
     def generate(self, images: list[Image.Image], text: str, **gen_kwargs: Any) -> str:
-        """Answer ``text`` about ``images`` (an empty list means no image at all)."""
+        """Answer ``text`` about ``images`` (an empty list means no image at all). ``gen_kwargs`` are the task's
+        generation settings; when they sample (:func:`pathbind.decoding.sampling_temperature`), torch's generator
+        is seeded for this request alone."""
         ...
 
     def option_logprobs(self, images: list[Image.Image], text: str, options: list[str]) -> np.ndarray:

@@ -24,9 +24,11 @@ def pathbind_task_dirs() -> list[Path]:
 
 @hookimpl
 def pathbind_task_variants() -> list[TaskVariants]:
-    # The PathView demo: every PathView-Bench task on the packaged synthetic release (demo/pathview_synth.py).
-    return [TaskVariants(source=HERE / "pathview", rename=("pathview_", "pathview_demo_"),
-                         data_dir=HERE / "demo" / "data" / "pathview")]
+    # The PathView demo: every PathView-Bench task on the packaged synthetic release (demo/pathview_synth.py), also
+    # under the names it had before PathBind prefixed its benchmarks' task names (aliases/ holds the others).
+    demo = HERE / "demo" / "data" / "pathview"
+    return [TaskVariants(source=HERE / "pathview", rename=("pathbind_pathview_", prefix), data_dir=demo)
+            for prefix in ("pathbind_pathview_demo_", "pathview_demo_")]
 
 
 @hookimpl

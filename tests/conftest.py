@@ -43,6 +43,16 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
                                     "(or set PATHBIND_REALTOK to a folder holding them)")
 
 
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Chromium driven by selenium (tests/browser.py); fails, saying why, when `make browser` has not
+    installed it."""
+    from browser import chromium
+
+    with chromium() as driver:
+        yield driver
+
+
 @pytest.fixture
 def running_task():
     """A running task, as the seam sets one around a task's functions: ``.ledger`` is its last process_docs's."""
@@ -165,8 +175,16 @@ def limited_control(shared_lmms_eval):
 def limited_blind(shared_lmms_eval):
     """The negative control with ``--limit 8`` on the demo VQA and ablation tasks (8 documents: 4 whole items, and
     one item under all 8 ablation conditions), a PathView task and the grounding task (one document per item)."""
-    return shared_lmms_eval("pathbind_blind", "pathbind_demo_vqa,pathbind_demo_vqa_ablation,pathview_demo_region_ocl,"
-                            "pathbind_demo_grounding", "--limit", "8")
+    return shared_lmms_eval("pathbind_blind", "pathbind_demo_vqa,pathbind_demo_vqa_ablation,"
+                            "pathbind_pathview_demo_region_ocl,pathbind_demo_grounding", "--limit", "8")
+
+
+def data_check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    """``pathbind data check ARGS`` in this process: exit status and stdout."""
+    from pathbind.cli import main
+
+    code = main(["data", "check", *args])
+    return code, capsys.readouterr().out
 
 
 def metric(results: dict[str, Any], task: str, name: str) -> float:

@@ -14,11 +14,15 @@ fingerprinted there.
 - :mod:`~pathbind.lmms.tasks`: ``TaskManager`` (plugin task folders, ``PATHBIND_DATA``, declared metric lists and
   task variants, build errors that name the task);
 - :mod:`~pathbind.lmms.queries`: what PathBind's commands ask of lmms-eval's task machinery (the task index, a task
-  YAML, a task's documents), with the seam installed;
+  YAML, a task's documents), with the seam installed; :mod:`~pathbind.lmms.index`: the task index itself, read
+  without building a ``TaskManager``;
 - :mod:`~pathbind.lmms.running`: the task a task function runs for and its row ledger, handed to it explicitly;
 - :mod:`~pathbind.lmms.evaluate`: skipped tasks and conditions, ``results["pathbind"]``;
 - :mod:`~pathbind.lmms.table`: the console table; :mod:`~pathbind.lmms.cache`: ``--use_cache`` for PathBind models;
+- :mod:`~pathbind.lmms.failures`: an aggregation's fault failing its task alone;
+  :mod:`~pathbind.lmms.settings`: run settings no task can honour, refused in words before any model call;
 - :mod:`~pathbind.lmms.outcome`: each evaluation's failure, recorded where lmms-eval's CLI runs it;
-  :mod:`~pathbind.lmms.cli`: the ``lmms_eval`` command, exiting 1 when an evaluation failed;
+  :mod:`~pathbind.lmms.cli`: the ``lmms_eval`` command, exiting 1 when an evaluation failed, refusing unknown task
+  names with the close ones (:mod:`~pathbind.lmms.names`) and printing no credential (:mod:`~pathbind.lmms.redact`);
 - :mod:`~pathbind.lmms.patches`: the table, and the check that this lmms-eval is one PathBind runs on.
 """

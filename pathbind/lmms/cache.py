@@ -18,6 +18,7 @@ import fcntl
 import functools
 import os
 import sqlite3
+import uuid
 from collections.abc import Callable
 from glob import glob
 from typing import IO, TYPE_CHECKING, Any
@@ -25,7 +26,9 @@ from typing import IO, TYPE_CHECKING, Any
 from loguru import logger
 from tqdm import tqdm
 
-from pathbind.lmms.marks import mark, marked, plugin_model
+from pathbind.lmms.marks import leaf_tasks, mark, marked, plugin_model
+from pathbind.lmms.tasks import running_tasks
+from pathbind.provenance import record_error, task_provenance
 from pathbind.wire import MODEL_FAILED
 
 if TYPE_CHECKING:
@@ -46,6 +49,7 @@ def install_cache_hook() -> None:
     @functools.wraps(create)
     def resuming_create(cls: type, cache_root: str, **kwargs: Any) -> ResponseCache:
         cache = create(cls, cache_root, **kwargs)
+        key_on_data(cache, kwargs.get("task_dict") or {})
         if plugin_model(kwargs.get("model")):
             cache._pathbind_lock = hold_lock(cache._run_dir, cache._global_rank)
             resume_dead_runs(cache)
@@ -67,6 +71,22 @@ def install_cache_hook() -> None:
     ResponseCache.create = classmethod(resuming_create)
     ResponseCache.execute = streaming_execute
     ResponseCache._is_valid_response = staticmethod(answered)
+
+
+def key_on_data(cache: ResponseCache, task_dict: dict) -> None:
+    """Each PathBind task's cache keys also hold the fingerprint of the data it read (``pathbind.provenance``), so
+    answers stored for other data (an image changed behind the same ids and prompts) are never served; a task
+    whose data cannot be fingerprinted is answered afresh, with a warning."""
+    for name, task in leaf_tasks(task_dict):
+        if not running_tasks(task):
+            continue
+        try:
+            data = task_provenance(name, task)["fingerprint"]
+        except Exception as exc:
+            data = uuid.uuid4().hex
+            logger.warning(f"ResponseCache: task {name}: no answer is read from the cache, since the data it read "
+                           f"cannot be fingerprinted ({record_error(exc)})")
+        cache._task_fingerprints[name] = f"{cache._task_fingerprints.get(name, '')}+data:{data[:16]}"
 
 
 def execute_by_unit(execute: Callable[..., list[Any]], cache: ResponseCache, lm: Any, reqtype: str,

@@ -9,7 +9,8 @@ import importlib
 import inspect
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from loguru import logger
@@ -21,8 +22,12 @@ from pathbind.capabilities import (
     split_supported,
     unanswerable_conditions,
 )
-from pathbind.lmms.marks import declares_data, mark, marked, plugin_model, plugin_task
+from pathbind.lmms.failures import failed_tasks
+from pathbind.lmms.marks import declares_data, leaf_tasks, mark, marked, plugin_model, plugin_task
 from pathbind.lmms.patches import require_compatible_lmms_eval
+from pathbind.lmms.running import RunningTask
+from pathbind.lmms.settings import refuse_unusable_settings
+from pathbind.lmms.tasks import running_tasks
 from pathbind.lmms_output import RECORD
 from pathbind.plugins import get_plugin_manager
 from pathbind.provenance import data_provenance
@@ -59,6 +64,8 @@ def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
         task_dict, lm, cli_args = call.arguments["task_dict"], call.arguments["lm"], call.arguments.get("cli_args")
         if _pathbind_in_run(task_dict, lm):
             require_compatible_lmms_eval()
+        refuse_unusable_settings([name for name, task in leaf_tasks(task_dict) if _shows_no_examples(task)],
+                                 call.arguments.get("limit"))
         kept, skipped = _supported_tasks(task_dict, lm, cli_args)
         # Before conditions are dropped: the record is of the data as loaded; on rank 0 only, which alone gets
         # the results (the other ranks would hash the same files for nothing).
@@ -66,6 +73,7 @@ def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
         kept, dropped, conditions = _answerable_documents(kept, lm, cli_args)
         skipped.update(dropped)
         call.arguments["task_dict"] = kept
+        running = _running(kept)
         # lmms-eval's evaluate fails on an empty task dictionary; with every task skipped there is nothing to run.
         log_samples = call.arguments.get("log_samples", signature.parameters["log_samples"].default)
         results = original(*call.args, **call.kwargs) if kept else _no_results(log_samples)
@@ -73,8 +81,11 @@ def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
             tasks = _pathbind_tasks(kept)
             _one_record_per_sample(results, tasks)
             _no_placeholders(results, tasks)
-        if isinstance(results, dict) and (skipped or conditions or _pathbind_in_run(task_dict, lm)):
+        failed = failed_tasks(running)
+        if isinstance(results, dict) and (skipped or conditions or failed or _pathbind_in_run(task_dict, lm)):
             results["pathbind"] = _run_report(results, skipped, conditions)
+            results["pathbind"]["failed_tasks"] = failed
+            results["pathbind"]["software"] = {name: _installed(name) for name in ("lmms-eval", "pathbind")}
             results["pathbind"]["model"] = _model_settings(lm)
             results["pathbind"]["data"] = {name: record for name, record in data.items() if name not in dropped}
             baseline = getattr(cli_args, "baseline", None)
@@ -86,6 +97,25 @@ def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
     return evaluate
 
 
+def _running(task_dict: Mapping[Any, Any]) -> list[RunningTask]:
+    """The PathBind tasks about to run, each told the generation settings its requests carry (its YAML's under
+    ``--gen_kwargs``), with no failure yet."""
+    running = []
+    for _, task in leaf_tasks(task_dict):
+        settings = getattr(getattr(task, "config", None), "generation_kwargs", None)
+        for found in running_tasks(task):
+            found.generation, found.failures = dict(settings or {}), []
+            running.append(found)
+    return running
+
+
+def _shows_no_examples(task: Any) -> bool:
+    """A PathBind task asked for few-shot examples it has none of (no ``fewshot_config``: no sampler)."""
+    wanted = getattr(getattr(task, "config", None), "num_fewshot", None)
+    asked = isinstance(wanted, int) and wanted > 0
+    return asked and bool(running_tasks(task)) and getattr(task, "sampler", None) is None
+
+
 def _pathbind_in_run(task_dict: Mapping[Any, Any], lm: Any) -> bool:
     """A plugin's task or a plugin's model (the class a ModelSpec names) is in the run."""
     return bool(_pathbind_tasks(task_dict)) or plugin_model(lm)
@@ -94,7 +124,7 @@ def _pathbind_in_run(task_dict: Mapping[Any, Any], lm: Any) -> bool:
 def _pathbind_tasks(task_dict: Mapping[Any, Any]) -> set[str]:
     """The plugins' tasks (a YAML in a plugin task folder, or one declaring ``metadata.pathbind_requires``)."""
     found = set()
-    for name, task in _leaf_tasks(task_dict):
+    for name, task in leaf_tasks(task_dict):
         metadata = getattr(getattr(task, "config", None), "metadata", None)
         if plugin_task(name) or (isinstance(metadata, Mapping) and REQUIRES_KEY in metadata):
             found.add(name)
@@ -137,20 +167,12 @@ def _data_read(task_dict: Mapping[Any, Any]) -> dict[str, Any]:
     """``pathbind.data``: what each PathBind task (a plugin's, or one naming ``metadata.pathbind_data``) read;
     ``{"error": ...}`` when the record cannot be made, which never fails the run."""
     try:
-        tasks = {name: task for name, task in _leaf_tasks(task_dict) if plugin_task(name) or declares_data(
+        tasks = {name: task for name, task in leaf_tasks(task_dict) if plugin_task(name) or declares_data(
             {"metadata": getattr(getattr(task, "config", None), "metadata", None)})}
         return data_provenance(tasks)
     except Exception as exc:
         logger.exception("pathbind: could not record the data the tasks read")
         return {"error": f"{type(exc).__name__}: {exc}"}
-
-
-def _leaf_tasks(task_dict: Mapping[Any, Any]) -> Iterator[tuple[str, Any]]:
-    for key, value in task_dict.items():
-        if isinstance(value, Mapping):
-            yield from _leaf_tasks(value)
-        else:
-            yield str(key), value
 
 
 def _supported_tasks(task_dict: dict, lm: Any, cli_args: Any) -> tuple[dict, dict[str, str]]:
@@ -205,6 +227,15 @@ def _compare_with_baseline(results: dict, baseline: str) -> None:
         get_plugin_manager().compare_with_baseline(results, str(baseline))
     except Exception:
         logger.exception("pathbind: could not pair the run with --baseline")
+
+
+def _installed(distribution: str) -> str:
+    """The installed release of ``distribution`` (lmms-eval's own ``lmms_eval_version`` is its git branch and
+    commit, ``unknown@unknown`` for a pip install): ``pathbind pairs`` and ``report`` compare runs by it."""
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return "not installed"
 
 
 def _model_settings(lm: Any) -> Any:

@@ -6,7 +6,7 @@ Every other seam module may import this one; it imports none of them, so the sea
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TypeVar
 
 from loguru import logger
@@ -31,6 +31,15 @@ def mark(wrapper: Wrapper) -> Wrapper:
 def marked(function: Any) -> bool:
     """Whether ``function`` is a patch the seam installed."""
     return bool(getattr(function, PATCH_MARK, False))
+
+
+def leaf_tasks(task_dict: Mapping[Any, Any]) -> Iterator[tuple[str, Any]]:
+    """``(name, task)`` of each task in lmms-eval's task dictionary, its groups' subtasks included."""
+    for key, value in task_dict.items():
+        if isinstance(value, Mapping):
+            yield from leaf_tasks(value)
+        else:
+            yield str(key), value
 
 
 def plugin_task(name: str) -> bool:

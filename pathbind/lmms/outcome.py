@@ -1,5 +1,5 @@
 """The outcome of each evaluation lmms-eval's CLI runs, for the ``lmms_eval`` command's exit code
-(:mod:`pathbind.lmms.cli`).
+(:mod:`pathbind.lmms.cli`), and the check, before each, that its ``--baseline`` can be read.
 
 lmms-eval's ``cli_evaluate`` catches whatever an evaluation raises, logs "Error during evaluation" and returns, so
 its own ``lmms-eval`` and ``python -m lmms_eval`` exit 0 on a run that produced nothing. The seam records each
@@ -14,7 +14,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from loguru import logger
+
 from pathbind.lmms.marks import mark, marked
+from pathbind.lmms.names import unknown_tasks
+from pathbind.lmms.redact import redact_model_args
 
 FAILED: list[str] = []  # the causes of this process's failed evaluations, in order
 
@@ -33,12 +37,18 @@ def install_outcome_hook() -> bool:
 def _recording_failures(original: Any) -> Any:
     @functools.wraps(original)
     def cli_evaluate_single(args: Any = None) -> Any:
+        from pathbind.lmms.baseline import require_readable_baseline
+
         before = _results_files(args)
         try:
+            require_readable_baseline(getattr(args, "baseline", None))  # before the model loads
             outcome = original(args)
         except Exception as exc:  # lmms-eval's cli_evaluate logs it, prints the traceback and goes on
-            FAILED.append(_one_line(f"{type(exc).__name__}: {exc}"))
+            FAILED.append(_unknown_tasks(args) or _one_line(f"{type(exc).__name__}: {exc}"))
             raise
+        finally:  # lmms-eval's cli_evaluate prints the model arguments in its header
+            if args is not None and hasattr(args, "model_args"):
+                args.model_args = redact_model_args(args.model_args)
         cause = _failure(outcome[0] if isinstance(outcome, tuple) else None, args, before)
         if cause:
             FAILED.append(cause)
@@ -50,16 +60,34 @@ def _recording_failures(original: Any) -> Any:
 
 def _failure(results: dict | None, args: Any, before: dict[Path, int]) -> str:
     """Why an evaluation that returned is a failure, or "": rank 0 got no results, no task was evaluated (each
-    skipped, with its reason), or no results file was written under ``--output_path``."""
+    skipped, with its reason), no results file was written under ``--output_path``, or a task failed (the others
+    are in the results)."""
     if results is None:  # every rank but 0 gets None: rank 0 holds the results
         return "" if int(os.environ.get("RANK", 0)) else "lmms-eval returned no results"
+    report = results.get("pathbind") or {}
     if not results.get("results"):
-        skipped = ((results.get("pathbind") or {}).get("skipped_tasks") or {}).values()
+        skipped = (report.get("skipped_tasks") or {}).values()
         return _one_line("no task was evaluated" + "".join(f"; {reason}" for reason in skipped))
     output = getattr(args, "output_path", None)
     if output and _results_files(args).items() <= before.items():
         return f"no results file was written under {output} (lmms-eval's log says why)"
-    return ""
+    failed = report.get("failed_tasks") or {}
+    return _one_line("; ".join(f"task {task} failed: {cause}" for task, cause in failed.items()))
+
+
+def _unknown_tasks(args: Any) -> str:
+    """The ``--tasks`` names lmms-eval did not find, with close ones (:mod:`pathbind.lmms.names`), logged; "" when
+    every name exists (the evaluation failed for another reason)."""
+    tasks, include = getattr(args, "tasks", None), getattr(args, "include_path", None)
+    if not isinstance(tasks, str) or tasks.startswith("list"):
+        return ""
+    try:
+        cause = unknown_tasks(tasks.split(","), [include] if isinstance(include, str) else include or [])
+    except Exception:  # lmms-eval's own message stands
+        return ""
+    if cause:
+        logger.error(f"pathbind: {cause}")
+    return cause
 
 
 def _results_files(args: Any) -> dict[Path, int]:

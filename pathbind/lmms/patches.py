@@ -39,8 +39,9 @@ PATCHES: tuple[Patch, ...] = (
           "index the plugins' task folders beside lmms-eval's own", "a task entry-point group TaskManager reads",
           ("a337111dbcf5e705299340f5544b400867a1ab2b558b606f54455ee784181641",)),
     Patch("lmms_eval.tasks:TaskManager._get_config", "tasks._with_data_root",
-          "apply PATHBIND_DATA; hand process_docs, process_results and the aggregations their task and row "
-          "ledger; derive declared task variants",
+          "apply PATHBIND_DATA; hand process_docs, doc_to_text, process_results and the aggregations their task "
+          "and row ledger (an error naming the task and document; an aggregation's fault failing its task alone); "
+          "derive declared task variants",
           "a config hook per task, and the task passed to its functions",
           ("edf0c290475595e8a65d34a54594caa4cafb22c424cacfa8713463ad26633cf2",)),
     Patch("lmms_eval.tasks:TaskManager._load_individual_task_or_group", "tasks._naming_failed_tasks",
@@ -62,7 +63,9 @@ PATCHES: tuple[Patch, ...] = (
           ("eeac30a395937993712475265a5eb97e79a78e3de6363fa9e54f26a1aefbf990",
            "446735b725a647f323a548fad8f7b84902156216d24689782196e341871a6fee")),
     Patch("lmms_eval.evaluator:evaluate", "evaluate._skipping_unsupported",
-          "skip tasks and conditions the model cannot run, with the reason; add results['pathbind']; a PathBind "
+          "refuse settings no task can honour (--limit 0, --num_fewshot on zero-shot tasks); skip tasks and "
+          "conditions the model cannot run, with the reason; add results['pathbind'] (failed tasks, releases); a "
+          "PathBind "
           "task's sample lines hold its record once (lmms-eval logs process_results' dict whole: one record per "
           "metric name) and its results no 'N/A' stderr; pair the run with --baseline",
           "task requirements a model can decline, and a results extension hook",
@@ -81,8 +84,10 @@ PATCHES: tuple[Patch, ...] = (
           ("3dc4c52220265285dd9cbfac8192d6ca1cb18082b0d4c7b6bebb824cd2a135db",
            "c2449f720c12938671fb2ffa1a86caa18f602f0d3eacd9e5ef2694acaf875d18")),
     Patch("lmms_eval.__main__:cli_evaluate_single", "outcome._recording_failures",
-          "records a failed evaluation (raised, no task evaluated, no results file) for the `lmms_eval` command's "
-          "exit code; looks make_table up as a module global", "a non-zero exit code when an evaluation fails",
+          "records a failed evaluation (raised, no task evaluated, no results file, a task failed) for the "
+          "`lmms_eval` command's exit code, with the close names of an unknown task; redacts the credentials of "
+          "the model arguments cli_evaluate prints; looks make_table up as a module global",
+          "a non-zero exit code when an evaluation fails",
           ("b93ab192598fdf168c64902b3165bb27c9ca4ca9ab25686b3b180b2d68daf352",
            "1e1736ff42c739f7f6c52e1d3af691916d68f82ccfb4b0a350a1dc9d1142857e")),
     Patch("lmms_eval.cli.tasks_cmd:run_tasks", "", "`lmms-eval tasks list` builds a TaskManager (plugin tasks "
@@ -91,8 +96,9 @@ PATCHES: tuple[Patch, ...] = (
           "loads the lmms_eval.models entry point (PathBind's models)", "(relied on)",
           ("ebe48be47f6f1552199bff14d0c8355aa9b2a6e89e48cd1a06d2ed0c161d9a6c",)),
     Patch("lmms_eval.caching.response_cache:ResponseCache.create", "cache.resuming_create",
-          "--use_cache with a PathBind model resumes the answers of runs whose process died",
-          "a resumable run id (answers of unfinished runs read back)",
+          "a PathBind task's cache keys hold its data's fingerprint; --use_cache with a PathBind model resumes the "
+          "answers of runs whose process died",
+          "a resumable run id (answers of unfinished runs read back) and the data in the task fingerprint",
           ("4657055a88cd8258cfc74cb25689437277d6455e840786fc11f7ddc24e6043b9",
            "ab02fed9f20230fc8fbc435e8b275f9a498bf99e21ae72904de5f6bdc3320f21")),
     Patch("lmms_eval.caching.response_cache:ResponseCache.execute", "cache.streaming_execute",

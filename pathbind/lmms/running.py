@@ -33,13 +33,17 @@ class Ledger:
 class RunningTask:
     """A task by name and where its rows come from: ``data_files`` (one file, or one per split) or
     ``dataset_path`` (a hub id or a builder); ``ledger`` is the one its last ``process_docs`` kept; ``cluster``
-    what its intervals resample (``metadata.pathbind_cluster``: ``pathbind_tasks.common.clusters``)."""
+    what its intervals resample (``metadata.pathbind_cluster``: ``pathbind_tasks.common.clusters``);
+    ``generation`` the generation settings its requests went to the model with (lmms-eval's ``--gen_kwargs`` over
+    the YAML's; None outside a run); ``failures`` why it failed (:mod:`pathbind.lmms.failures`)."""
 
     name: str
     data_files: Any = None
     dataset_path: str | None = None
     ledger: Ledger | None = None
     cluster: str = "image"
+    generation: dict[str, Any] | None = None
+    failures: list[str] = field(default_factory=list)
 
     def source(self, split: str | None) -> str:
         """"task T, file F" for the rows of ``split``, or "task T, dataset D" when no file is named."""

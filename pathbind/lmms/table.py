@@ -1,6 +1,6 @@
 """The lmms-eval CLI's console table in runs with ``results["pathbind"]``: scalar metrics only, a task that evaluated
-too few of its rows flagged beside its name, no Stderr column of "N/A" alone, and one line naming the structured ones
-and where to read them."""
+too few of its rows flagged beside its name, no Stderr column of "N/A" alone, one line naming the structured ones
+and where to read them, and, when PathBind tasks ran without ``--log_samples``, a last line saying what needs it."""
 
 from __future__ import annotations
 
@@ -30,7 +30,10 @@ def _scalars_only(original: Any) -> Any:
             return original(result_dict, column, sort_results)
         shown, left_out = scalar_view(result_dict, column)
         table = without_empty_stderr(original(shown, column, sort_results))
-        return f"{table}\n{structured_note(left_out, result_dict)}\n" if left_out else table
+        notes = [structured_note(left_out, result_dict)] if left_out else []
+        if column == ("groups" if "groups" in result_dict else "results"):  # the CLI prints this table last
+            notes += sample_log_hint(result_dict)
+        return "\n".join([table, *notes, ""]) if notes else table
 
     mark(make_table)
     return make_table
@@ -74,3 +77,11 @@ def structured_note(names: list[str], result_dict: dict) -> str:
              "are not in this table; run with --output_path to save them to results.json for `pathbind summary`")
     return f"structured metrics ({', '.join(names)}) {where}"
 
+
+def sample_log_hint(result_dict: dict) -> list[str]:
+    """The run's last line when PathBind tasks ran without ``--log_samples``: what needs the logs it did not keep."""
+    arguments = (result_dict.get("config") or {}).get("resolved_cli_args") or {}
+    if arguments.get("log_samples", True) or not (result_dict.get("pathbind") or {}).get("data"):
+        return []
+    return ["pathbind: no sample logs were kept (no --log_samples): `pathbind pairs`, --baseline and the overlays "
+            "and pairs of `pathbind report` read them; add --log_samples to the run to keep each answer"]

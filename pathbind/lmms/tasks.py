@@ -14,8 +14,9 @@ from typing import Any
 
 from loguru import logger
 
-from pathbind.data import apply_data_root
+from pathbind.data import DataLocationError, apply_data_root
 from pathbind.hookspecs import TaskVariants
+from pathbind.lmms.failures import CheckedAggregation
 from pathbind.lmms.marks import FIRST_PARTY_PLUGINS, PLUGIN_TASKS, declares_data, mark, marked
 from pathbind.lmms.patches import require_compatible_lmms_eval
 from pathbind.lmms.running import InTask, RunningTask
@@ -200,7 +201,11 @@ def _with_data_root(original: Any, manager: Callable[[], PluginManager]) -> Any:
                 return _in_task(config, name)
             return config
         PLUGIN_TASKS[name] = yaml_path
-        return _in_task(apply_data_root(config), name)
+        try:
+            located = apply_data_root(config)
+        except DataLocationError as exc:  # the message names the data and what to set; the run's names the task
+            raise TaskBuildError(f"task {name}: {exc}") from exc
+        return _in_task(located, name)
 
     return get_config
 
@@ -221,13 +226,22 @@ def _in_task(config: dict, name: str) -> dict:
     config = dict(config)
     if callable(config.get("process_docs")):
         config["process_docs"] = _NamingTheTask(config["process_docs"], task)
-    if callable(config.get("process_results")):
-        config["process_results"] = _NamingTheDocument(config["process_results"], task)
+    for key in ("doc_to_text", "process_results"):  # lmms-eval calls both for every document, and stops on a raise
+        if callable(config.get(key)):
+            config[key] = _NamingTheDocument(config[key], task, key)
     if isinstance(config.get("metric_list"), list):  # the aggregations read the task's ledger
-        config["metric_list"] = [{**m, "aggregation": InTask(m["aggregation"], task)}
+        config["metric_list"] = [{**m, "aggregation": CheckedAggregation(m["aggregation"], task, str(m.get("metric")))}
                                  if isinstance(m, Mapping) and callable(m.get("aggregation")) else m
                                  for m in config["metric_list"]]
     return config
+
+
+def running_tasks(task: Any) -> list[RunningTask]:
+    """The RunningTasks :func:`_in_task` handed an lmms-eval task's functions (none for a task not PathBind's)."""
+    config = getattr(task, "config", None)
+    functions = [getattr(config, key, None) for key in ("process_docs", "doc_to_text", "process_results")]
+    functions += [m.get("aggregation") for m in getattr(config, "metric_list", None) or () if isinstance(m, Mapping)]
+    return list({id(f.task): f.task for f in functions if isinstance(f, InTask)}.values())
 
 
 def _in_plugin_dir(yaml_path: str, manager: PluginManager) -> bool:
@@ -267,14 +281,20 @@ class _NamingTheTask(_RecordingRows):
 
 
 class _NamingTheDocument(InTask):
-    """``process_results`` whose error names the task, the document and the cause (and is not retried)."""
+    """A task function of one document (``doc_to_text``, ``process_results``) whose error names the task, the
+    function, the document and the cause (and is not retried). A template's missing variable is named by
+    :func:`pathbind.templates.render`, with its fix."""
+
+    def __init__(self, function: Any, task: RunningTask, role: str) -> None:
+        super().__init__(function, task)
+        self.role = role
 
     def __call__(self, doc: Any, *args: Any, **kwargs: Any) -> Any:
         try:
             return super().__call__(doc, *args, **kwargs)
         except Exception as exc:
             item = doc.get("id", "?") if isinstance(doc, Mapping) else "?"
-            raise TaskError(f"task {self.task.name}: process_results failed on document {item}: "
+            raise TaskError(f"task {self.task.name}: {self.role} failed on document {item}: "
                             f"{type(exc).__name__}: {exc}") from exc
 
 

@@ -17,11 +17,15 @@ def accounting_section(runs: list[Run]) -> Section:
         section.blocks.append(Table("Rows accounted for", ["Model", "task", "rows", "evaluated", "dropped",
                                                            "reasons"], rows))
     for run in runs:
-        missing = sorted(task for task in run.results if task not in run.groups
+        missing = sorted(task for task in run.results if task not in run.groups | run.unscored
                          and run.metric(task, "accounting") is None)
         if missing:
             section.blocks.append(Note(f"{run.name}: no row accounting for {', '.join(missing)} (not a PathBind "
                                        "task, or a run from before accounting)"))
+        if run.unscored:
+            section.blocks.append(Note(f"{run.name}: {', '.join(sorted(run.unscored))} come from a --predict_only "
+                                       "run: lmms-eval logged the answers and scored none, so nothing of them is "
+                                       "shown"))
         section.blocks += [Note(f"{run.name}: skipped {problem}") for problem in run.skipped]
     return section
 

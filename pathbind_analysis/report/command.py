@@ -22,6 +22,11 @@ def add_report_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--audit", type=Path, action="append", default=[], metavar="PATH",
                         help="a pathbind audit-leakage JSON or its --out folder (repeatable; leakage.json files "
                              "below the run folders are found too)")
+    parser.add_argument("--matched", type=Path, action="append", default=[], metavar="FILE",
+                        help="a pathbind matched --json file: the matched-slide analysis (repeatable)")
+    parser.add_argument("--published", type=Path, action="append", default=[], metavar="CSV",
+                        help="published accuracies (model,venue,training,benchmark,accuracy,note) to set beside the "
+                             "audited leakage of --audit, in the leakage audit's Table 1 form (repeatable)")
     parser.set_defaults(func=run)
 
 
@@ -29,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
     from pathbind_analysis.report import ReportError, build_report
 
     try:
-        written = build_report(args.run_dirs, args.out, pairs=args.pairs, overlays=args.overlays, audits=args.audit)
+        written = build_report(args.run_dirs, args.out, pairs=args.pairs, overlays=args.overlays, audits=args.audit,
+                               matched=args.matched, published=args.published)
     except ReportError as exc:
         print(f"pathbind report: error: {exc}", file=sys.stderr)
         return 1

@@ -9,6 +9,8 @@ from pathlib import Path
 
 BEST = "best"  # bold: the best value of a column (image-conditioned rows)
 BEST_TEXT = "best_text"  # underlined: the best text-only value of a column, as in the paper's Table 2
+# The leakage audit's Table 1 colours: red above 80% overlap, orange from 20% to 80%, white where audited clean (0).
+LEAK_HIGH, LEAK_MID, LEAK_CLEAN = "leak_high", "leak_mid", "leak_clean"
 
 
 @dataclass(frozen=True)
@@ -66,14 +68,16 @@ def _markdown_block(block: Block, folder: Path) -> list[str]:
 
 def _markdown_cell(cell: Cell) -> str:
     text = cell.text.replace("|", "\\|")
-    return {BEST: f"**{text}**", BEST_TEXT: f"<u>{text}</u>"}.get(cell.mark, text)
+    return {BEST: f"**{text}**", BEST_TEXT: f"<u>{text}</u>", LEAK_HIGH: f"🟥 {text}", LEAK_MID: f"🟧 {text}",
+            LEAK_CLEAN: f"⬜ {text}"}.get(cell.mark, text)
 
 
 STYLE = """body{font-family:system-ui,sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:.9em}th,td{border:1px solid #ccc;padding:.25em .6em;
 text-align:right}th:first-child,td:first-child{text-align:left}th{background:#f3f3f3}td.best{font-weight:bold}
 td.best_text{text-decoration:underline}.note{background:#fff7e0;border-left:4px solid #e0a800;padding:.4em .8em}
-figure{margin:1em 0}figure img{max-width:100%}figcaption{font-size:.9em;color:#555}"""
+figure{margin:1em 0}figure img{max-width:100%}figcaption{font-size:.9em;color:#555}
+td.leak_high{background:#f4a6a6}td.leak_mid{background:#fbd38d}td.leak_clean{background:#fff}"""
 
 
 def write_html(sections: list[Section], title: str, path: Path) -> None:

@@ -13,8 +13,8 @@ from pathbind_analysis.report.runs import Run
 from pathbind_tasks.common.grounding_records import Q_DEFAULT
 
 # Table 3 order: PathBind-Grounding, then PathVG, then the demo; any other task with attn_iou follows by name.
-KNOWN = ("pathbind_grounding_testa", "pathbind_grounding_testb", "pathvg_testa", "pathvg_testb",
-         "pathbind_demo_grounding")
+KNOWN = ("pathbind_grounding_testa", "pathbind_grounding_testb", "pathbind_pathvg_testa", "pathbind_pathvg_testb",
+         "pathvg_testa", "pathvg_testb", "pathbind_demo_grounding")
 HEADLINE = (("attn_iou", "IoU"), ("attn_precision", "Pre"), ("attn_recall", "Rec"))
 REGION = (("iou", "IoU"), ("precision", "Precision"), ("recall", "Recall"))
 LAYER_ORDER = ("shallow", "mid", "deep", "all")

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from pathbind.faults import Fault
 from pathbind.lmms.queries import task_documents
 from pathbind.lmms_output import sample_record, task_samples
 from pathbind.wire import AttentionResponse
@@ -136,7 +137,7 @@ def _doc(docs: Sequence[dict[str, Any]], doc_id: int) -> dict[str, Any] | str:
         return f"doc {doc_id} is not among the task's {len(docs)} documents (data changed since the run?)"
     doc = docs[doc_id]
     if doc.get("image") is None or doc.get("image_error"):
-        return f"doc {doc_id} ({doc.get('id')}): image unreadable: {doc.get('image_error') or 'no image'}"
+        return f"doc {doc_id} ({doc.get('id')}): image unreadable: {Fault.read(doc.get('image_error')) or 'no image'}"
     return doc
 
 

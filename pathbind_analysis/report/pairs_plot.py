@@ -1,19 +1,33 @@
-"""General → pathology-tuned pairs in the paper's Figure 4 form: MG, IoU and recall, green when tuning raised it."""
+"""General → pathology-tuned pairs in the paper's Figure 4 form: MG on the public benchmarks and on PathBind, IoU and
+recall on PathBind-Grounding, green when tuning raised it."""
 
 from __future__ import annotations
 
+import textwrap
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from pathbind_analysis.pairs import adjust, compare
 from pathbind_analysis.report.document import Figure, Note, Section, Table
 from pathbind_analysis.report.figures import new_figure, save
 from pathbind_analysis.report.fmt import cells, finite, number
 from pathbind_analysis.report.grounding import grounding_tasks
+from pathbind_analysis.report.paper_tables import (
+    Column,
+    average,
+    other_tasks,
+    pathbind_columns,
+    public_columns,
+    task_columns,
+)
 from pathbind_analysis.report.runs import ReportError, Run
 
 UP, DOWN, FLAT = "#2ca02c", "#d62728", "0.6"
 PAIRED_TESTS = {"n_permutations": 10000, "seed": 0}  # pathbind pairs' defaults
+# PathBind-Grounding as the paper's Figure 4 pools it (testA + testB), then either split alone.
+GROUNDING_ORDER = (("pathbind_grounding_testa", "pathbind_grounding_testb"), ("pathbind_grounding_testa",),
+                   ("pathbind_grounding_testb",))
 
 
 def resolve_pairs(text: str, runs: list[Run]) -> list[tuple[Run, Run]]:
@@ -37,22 +51,103 @@ def _find(side: str, by_key: dict[str, Run], runs: list[Run]) -> Run:
 
 
 def pairs_section(pairs: list[tuple[Run, Run]], out: Path) -> Section:
-    section = Section("General → pathology-tuned pairs",
-                      "Per pair, the tuned model's Multimodal Gain (points), attention IoU and recall (%) against "
-                      "its general model's (green: tuned above, red: below), then the paired changes from the "
-                      "sample logs as `pathbind pairs` computes them: sign-flip tests that flip the tasks' clusters "
-                      "(images by default) and the 95% intervals of the changes they do not reject, p-values "
-                      "Holm-adjusted across every row of the table.")
-    panels = [_panel_values(pairs, measure) for measure in ("mg", "attn_iou", "attn_recall")]
-    rows = [cells([f"{g.name} → {t.name}", *(_delta(values[i]) for _, values in panels)])
+    section = Section("General → pathology-tuned pairs (Figure 4)",
+                      "Per pair, the general and the tuned model's (a) Multimodal Gain (points) averaged over the "
+                      "public benchmarks (Table 1's columns), (b) MG averaged over PathBind-VQA and PathBind-PTA's "
+                      "dimensions (Table 2's), (c) attention IoU and (d) recall (%) on PathBind-Grounding (green: "
+                      "tuned above, red: below), each over what both models report; then the paired changes from "
+                      "the sample logs as `pathbind pairs` computes them: sign-flip tests that flip the tasks' "
+                      "clusters (images by default) and the 95% intervals of the changes they do not reject, "
+                      "p-values Holm-adjusted across every row of the table.")
+    panels = figure_4_panels(pairs)
+    rows = [cells([f"{g.name} → {t.name}", *(_delta(panel.values[i]) for panel in panels)])
             for i, (g, t) in enumerate(pairs)]
-    section.blocks.append(Table("Pairs", ["pair", *(label for label, _ in panels)], rows))
+    section.blocks.append(Table("Pairs", ["pair", *(f"({panel.key}) Δ{panel.title}" for panel in panels)], rows))
+    section.blocks += [Note(f"({panel.key}) {panel.title}: {'; '.join(used)}") for panel in panels
+                       if (used := panel.used(pairs))]
     section.blocks.append(_paired_tests(pairs))
-    if all(a is None or b is None for _, values in panels for a, b in values):
-        section.blocks.append(Note("no pair has a measure both models report: pair plot skipped"))
-        return section
-    section.blocks.append(_figure(pairs, panels, out))
+    drawn = [panel for panel in panels if panel.drawn()]
+    section.blocks += [Note(f"Figure 4 ({panel.key}) {panel.title} omitted: {panel.missing}") for panel in panels
+                       if not panel.drawn()]
+    if drawn:
+        section.blocks.append(_figure(pairs, drawn, out))
     return section
+
+
+@dataclass
+class Panel:
+    """One panel of Figure 4: per pair the (general, tuned) values (None: not reported by both) and the tasks
+    they come from."""
+
+    key: str
+    title: str
+    unit: str
+    values: list[tuple[float | None, float | None]]
+    tasks: list[list[str]]
+    missing: str  # why the panel has no pair, in words
+
+    def drawn(self) -> bool:
+        return any(general is not None and tuned is not None for general, tuned in self.values)
+
+    def used(self, pairs: list[tuple[Run, Run]]) -> list[str]:
+        """Per pair with values, the tasks behind them."""
+        return [f"{g.name} → {t.name}: {', '.join(tasks)}" for (g, t), tasks, (a, b) in
+                zip(pairs, self.tasks, self.values, strict=True) if tasks and a is not None and b is not None]
+
+
+def figure_4_panels(pairs: list[tuple[Run, Run]]) -> list[Panel]:
+    """The four panels of the paper's Figure 4; where no run of a pair has PathBind-VQA/PTA, panel (b) is the VQA
+    tasks outside Tables 1 and 2 (the demo's), so titled; where a pair has no PathBind-Grounding, panels (c) and (d)
+    take the first grounding task both models report. Each panel names its tasks."""
+    def others(runs: list[Run]) -> list[Column]:
+        return [column for task in other_tasks(runs) for column in task_columns(runs, task, task)]
+
+    runs = [run for pair in pairs for run in pair]
+    pathbind = (("MG, PathBind VQA + PTA", pathbind_columns) if pathbind_columns(runs)
+                else ("MG, other VQA tasks", others))
+    return [_mg_panel(pairs, "a", "MG, public benchmarks", public_columns), _mg_panel(pairs, "b", *pathbind),
+            _grounding_panel(pairs, "c", "IoU, PathBind-Grounding", "attn_iou"),
+            _grounding_panel(pairs, "d", "Recall, PathBind-Grounding", "attn_recall")]
+
+
+def _mg_panel(pairs: list[tuple[Run, Run]], key: str, title: str,
+              columns_of: Callable[[list[Run]], list[Column]]) -> Panel:
+    """Each model's MG averaged over the columns both models of its pair report (as the tables' Avg.)."""
+    values, tasks = [], []
+    for general, tuned in pairs:
+        shared = [c for c in columns_of([general, tuned])
+                  if finite(c.value(general, "mg")) and finite(c.value(tuned, "mg"))]
+        values.append((average(general, shared, "mg"), average(tuned, shared, "mg")) if shared else (None, None))
+        tasks.append(list(dict.fromkeys(c.task for c in shared)))
+    return Panel(key, title, "points", values, tasks, "no pair has a task of it with MG under both models")
+
+
+def _grounding_panel(pairs: list[tuple[Run, Run]], key: str, title: str, measure: str) -> Panel:
+    """The measure (%) on PathBind-Grounding: over the items of both splits, as the paper's figure (each split's mean
+    weighted by its scored items); else one split; else the first grounding task both models report."""
+    values: list[tuple[float | None, float | None]] = []
+    tasks = []
+    for general, tuned in pairs:
+        found = grounding_tasks([general, tuned])
+        candidates = [*GROUNDING_ORDER, *((task,) for task in found)]
+        chosen = next((group for group in candidates if all(t in found for t in group)
+                       and all(_pooled(run, group, measure) is not None for run in (general, tuned))), ())
+        values.append((_pooled(general, chosen, measure), _pooled(tuned, chosen, measure)) if chosen else (None, None))
+        tasks.append(list(chosen))
+    return Panel(key, title, "%", values, tasks,
+                 f"no pair has a grounding task with a finite {measure} under both models")
+
+
+def _pooled(run: Run, tasks: tuple[str, ...], measure: str) -> float | None:
+    """The mean (%) of ``measure`` over the scored items of ``tasks`` together (one task: its own mean)."""
+    means = [run.metric(task, measure) for task in tasks]
+    counts = [(run.metric(task, "lost_items") or {}).get("scored") for task in tasks]
+    if len(tasks) == 1 and finite(means[0]):
+        return 100.0 * means[0]
+    scored = [c for c in counts if isinstance(c, int) and c > 0]
+    if not all(finite(m) for m in means) or len(scored) < len(tasks):
+        return None
+    return 100.0 * sum(m * c for m, c in zip(means, scored, strict=True)) / sum(scored)
 
 
 def _paired_tests(pairs: list[tuple[Run, Run]]) -> Table | Note:
@@ -84,31 +179,6 @@ def _fixed(value: float, spec: str) -> str:
     return format(value, spec) if finite(value) else "n/a"
 
 
-Values = list[tuple[float | None, float | None]]  # per pair (general, tuned); None: not reported by both
-
-
-def _panel_values(pairs: list[tuple[Run, Run]], measure: str) -> tuple[str, Values]:
-    """The panel's label and per pair (general, tuned) values from the first task both runs report."""
-    values: Values = []
-    for general, tuned in pairs:
-        task = _shared_task(general, tuned, measure)
-        scale = 1.0 if measure == "mg" else 100.0
-        values.append((_scaled(general.metric(task, measure), scale), _scaled(tuned.metric(task, measure), scale))
-                      if task else (None, None))
-    return {"mg": "ΔMG", "attn_iou": "ΔIoU", "attn_recall": "ΔRecall"}[measure], values
-
-
-def _shared_task(general: Run, tuned: Run, measure: str) -> str | None:
-    tasks = grounding_tasks([general, tuned]) if measure != "mg" else sorted(general.results)
-    preferred = ["pathbind_vqa", *tasks] if measure == "mg" else tasks
-    return next((t for t in preferred if finite(general.metric(t, measure)) and finite(tuned.metric(t, measure))),
-                None)
-
-
-def _scaled(value: Any, scale: float) -> float | None:
-    return float(value) * scale if finite(value) else None
-
-
 def _delta(pair: tuple[float | None, float | None]) -> str:
     general, tuned = pair
     if general is None or tuned is None:
@@ -116,10 +186,11 @@ def _delta(pair: tuple[float | None, float | None]) -> str:
     return f"{number(general)} → {number(tuned)} ({tuned - general:+.1f})"
 
 
-def _figure(pairs: list[tuple[Run, Run]], panels: list[tuple[str, Values]], out: Path) -> Figure:
-    figure = new_figure(3.2 * len(panels), 3.6)
-    for ax, (label, values) in zip(figure.subplots(1, len(panels)), panels, strict=True):
-        for (general, tuned), (general_run, tuned_run) in zip(values, pairs, strict=True):
+def _figure(pairs: list[tuple[Run, Run]], panels: list[Panel], out: Path) -> Figure:
+    figure = new_figure(3.4 * len(panels), 4.0)
+    axes = figure.subplots(1, len(panels), squeeze=False)[0]
+    for ax, panel in zip(axes, panels, strict=True):
+        for (general, tuned), (general_run, tuned_run) in zip(panel.values, pairs, strict=True):
             if general is None or tuned is None:
                 continue
             line = UP if tuned > general else DOWN if tuned < general else FLAT
@@ -127,13 +198,12 @@ def _figure(pairs: list[tuple[Run, Run]], panels: list[tuple[str, Values]], out:
             for x, value, run, align in ((0, general, general_run, "right"), (1, tuned, tuned_run, "left")):
                 ax.annotate(run.name, (x, value), textcoords="offset points", xytext=(-5 if x == 0 else 5, 0),
                             fontsize=7, va="center", ha=align)
-        if all(general is None or tuned is None for general, tuned in values):
-            ax.text(0.5, 0.5, "not reported by both\nmodels of any pair", ha="center", va="center",
-                    transform=ax.transAxes, color="0.4")
-            ax.set_yticks([])
         ax.set_xticks([0, 1], ["general", "tuned"])
         ax.set_xlim(-1.0, 2.1)  # room for the model names at both ends
-        ax.set(title=label.removeprefix("Δ"), ylabel="points" if label == "ΔMG" else "%")
+        tasks = "\n".join(textwrap.wrap(", ".join(sorted({task for used in panel.tasks for task in used})), 40))
+        ax.set_title(f"({panel.key}) {panel.title}\n{tasks}", fontsize=8)
+        ax.set(ylabel=panel.unit)
     figure.suptitle("General → pathology-tuned")
-    return Figure(save(figure, out / "pairs.png"), "Each line joins a general model (left) to its tuned descendant "
-                  "(right): green where tuning raised the measure, red where it lowered it.")
+    return Figure(save(figure, out / "pairs.png"), "Figure 4 form: each line joins a general model (left) to its tuned "
+                  "descendant (right), green where tuning raised the measure, red where it lowered it; each panel "
+                  "names the tasks it averages, and a panel no pair reports is left out (see the notes).")

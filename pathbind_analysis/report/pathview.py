@@ -1,4 +1,5 @@
-"""PathView-Bench: every ``pathview_*`` task's deterministic metrics, read by name, baselines beside the models."""
+"""PathView-Bench: every ``pathbind_pathview_*`` task's deterministic metrics (also under the old names,
+``pathview_*``), read by name, baselines beside the models."""
 
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ def pathview_section(runs: list[Run]) -> Section:
     section = Section("PathView-Bench", "One row per task and metric, one column per model; bold: the best model "
                       f"(baselines, runs of {BASELINE_MODEL}, are not ranked). SRR: safe refusal rate on the "
                       "field-of-view traps; false refusals: refusals on answerable items.")
-    tasks = sorted({task for run in runs for task in run.results if task.startswith("pathview")})
+    tasks = sorted({task for run in runs for task in run.results
+                    if task.removeprefix("pathbind_").startswith("pathview")})
     rows = [(task, metric) for task in tasks for metric in METRICS if any(
         run.metric(task, metric) is not None for run in runs)]
     if not rows:
-        section.blocks.append(Note("no run has a PathView task (pathview_*): skipped"))
+        section.blocks.append(Note("no run has a PathView task (pathbind_pathview_*): skipped"))
         return section
     ordered = sorted((run for run in runs if any(task in run.results for task in tasks)),
                      key=lambda run: not run.baseline)

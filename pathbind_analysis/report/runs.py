@@ -26,6 +26,12 @@ class Run:
     groups: frozenset[str] = frozenset()  # results entries that are groups of other tasks
     skipped: tuple[str, ...] = ()  # result files below the folder that are not usable, each with why
     data: dict[str, dict[str, Any]] = field(default_factory=dict)  # task -> the data it read (pathbind.data)
+    files: dict[str, list[Path]] = field(default_factory=dict)  # task -> the results files holding it, latest first
+    versions: dict[str, Any] = field(default_factory=dict)  # task -> its version (the YAML's metadata.version)
+    software: dict[str, str] = field(default_factory=dict)  # task -> "lmms-eval 0.7.3, pathbind 0.1.0" ("" unknown)
+    unscored: frozenset[str] = frozenset()  # tasks whose results come from a --predict_only run
+    unrecorded: frozenset[str] = frozenset()  # tasks whose results file holds no PathBind record of data at all
+    failed: dict[str, str] = field(default_factory=dict)  # task -> why it failed in its run
 
     @property
     def baseline(self) -> bool:
@@ -55,12 +61,11 @@ def _load_run(path: Path) -> Run:
     if not files:
         raise ReportError(f"{path}: no lmms-eval *_results.json below it (lmms-eval exits 0 even when a run "
                           "fails: check its log)")
-    results: dict[str, dict[str, Any]] = {}
-    data: dict[str, dict[str, Any]] = {}
+    run = Run("", path, "", {})
     config: dict[str, Any] = {}
     groups: set[str] = set()
     skipped = []
-    for file in files:
+    for file in files:  # oldest first: a task's latest run wins, and its other files are listed
         try:
             loaded = load_results(file)
         except ResultsError as exc:
@@ -68,12 +73,21 @@ def _load_run(path: Path) -> Run:
             continue
         config = loaded.config or config
         groups |= loaded.groups
-        results |= {task: loaded.metrics(task) for task in loaded.results}
-        data = {task: record for task, record in data.items() if task not in loaded.results} | loaded.data
-    if not results:
+        for task in loaded.results:
+            run.results[task] = loaded.metrics(task)
+            run.files[task] = [file, *run.files.get(task, [])]
+            run.versions[task], run.software[task] = loaded.versions.get(task), loaded.software_text()
+            run.data.pop(task, None)
+            run.failed.pop(task, None)
+        run.data |= loaded.data
+        run.failed |= loaded.failed
+        run.unscored = (run.unscored - set(loaded.results)) | (set(loaded.results) if loaded.predict_only else set())
+        run.unrecorded = (run.unrecorded - set(loaded.results)) | (set() if loaded.data else set(loaded.results))
+    if not run.results:
         raise ReportError(f"{path}: no usable lmms-eval results file below it: {'; '.join(skipped)}")
-    model = str(config.get("model") or path.name)
-    return Run(_model_name(config, path), path, model, results, frozenset(groups), tuple(skipped), data)
+    run.name, run.model = _model_name(config, path), str(config.get("model") or path.name)
+    run.groups, run.skipped = frozenset(groups), tuple(skipped)
+    return run
 
 
 def _model_name(config: dict[str, Any], path: Path) -> str:

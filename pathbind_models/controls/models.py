@@ -9,7 +9,9 @@ from pathbind_models.lmms_model import AdapterModel
 
 class PositiveControlModel(AdapterModel):
     adapter_class = PositiveControl
+    samples = False
 
 
 class BlindControlModel(AdapterModel):
     adapter_class = BlindControl
+    samples = False

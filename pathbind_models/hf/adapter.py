@@ -11,6 +11,7 @@ import numpy as np
 import torch
 from PIL import Image
 
+from pathbind.decoding import sampling_temperature
 from pathbind_models.adapter import Attribution, EntityAttention, layer_indices
 from pathbind_models.hf import check_transformers, frames, loading, prefix, probe
 from pathbind_models.hf.families import family_of
@@ -23,6 +24,7 @@ _VISION_BLOCK = re.compile(r"(?:visual|vision_tower|vision_model)\.(?:.+\.)?(?:b
 # Greedy search, whatever the checkpoint's generation_config.json asks: its sampling settings are all unset.
 _GREEDY = {"do_sample": False, "num_beams": 1, "temperature": None, "top_p": None, "top_k": None, "min_p": None,
            "typical_p": None, "epsilon_cutoff": None, "eta_cutoff": None}
+_SAMPLING = ("top_p", "top_k", "min_p", "typical_p")  # what a sampled request may narrow, as it asks
 
 
 class HFAdapter:
@@ -44,6 +46,7 @@ class HFAdapter:
                  occlusion_batch: int | None = None, **processor_options: Any) -> None:
         from transformers import AutoConfig, AutoModelForImageTextToText
 
+        loading.refuse_remote_code(pretrained, processor_options)
         check_transformers()
         if dtype != "auto" and not isinstance(getattr(torch, dtype, None), torch.dtype):
             raise ValueError(f"dtype {dtype!r} is not a torch dtype (float32, bfloat16, float16) or 'auto'")
@@ -93,7 +96,8 @@ class HFAdapter:
         return self.generate_batch([(images, text)], **gen_kwargs)[0]
 
     def generate_batch(self, items: list[tuple[list[Image.Image], str]], **gen_kwargs: Any) -> list[str]:
-        """Greedy unless the task asks to sample; items of one batch must have the same number of images."""
+        """Greedy unless the settings sample (:func:`~pathbind_models.adapter.sampling_temperature`); items of one
+        batch must have the same number of images."""
         inputs = self._encode([self._prompt(len(images), text) for images, text in items],
                               [images for images, _ in items], padding_side="left")
         with torch.inference_mode():
@@ -108,9 +112,10 @@ class HFAdapter:
         budget = min(budget, self.max_new_tokens) if self.max_new_tokens else budget
         options: dict[str, Any] = {"max_new_tokens": budget, **_GREEDY,
                                    "pad_token_id": self.processor.tokenizer.pad_token_id}
-        temperature = float(gen_kwargs.get("temperature") or 0)
-        if gen_kwargs.get("do_sample") and temperature > 0:
-            options.update(do_sample=True, temperature=temperature, top_p=gen_kwargs.get("top_p"))
+        temperature = sampling_temperature(gen_kwargs)
+        if temperature is not None:
+            options.update(do_sample=True, temperature=temperature,
+                           **{key: gen_kwargs[key] for key in _SAMPLING if gen_kwargs.get(key) is not None})
         if gen_kwargs.get("num_beams"):
             options["num_beams"] = int(gen_kwargs["num_beams"])
         return options

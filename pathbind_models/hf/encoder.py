@@ -26,6 +26,8 @@ class ImageEncoder:
         from pathbind_models.hf import loading
         from pathbind_models.hf.families import family_of
 
+        processor_options = dict(processor_options)
+        loading.refuse_remote_code(pretrained, processor_options)
         if dtype != "auto" and not isinstance(getattr(torch, dtype, None), torch.dtype):
             raise ValueError(f"dtype {dtype!r} is not a torch dtype (float32, bfloat16, float16) or 'auto'")
         self.pretrained, self.features = pretrained, features

@@ -25,7 +25,7 @@ def view_box(processor: Any, inputs: dict[str, torch.Tensor], image_size: tuple[
                          "do_pan_and_scan=False to measure attention")
     if not getattr(images, "do_center_crop", False):
         return 0.0, 0.0, float(width), float(height)
-    resized = _resized(images, height, width) if getattr(images, "do_resize", True) else (height, width)
+    resized = resized_shape(images, height, width) if getattr(images, "do_resize", True) else (height, width)
     crop = (_get(images.crop_size, "height"), _get(images.crop_size, "width"))
     processed = tuple(inputs["pixel_values"].shape[-2:])
     if processed != crop:
@@ -36,7 +36,7 @@ def view_box(processor: Any, inputs: dict[str, torch.Tensor], image_size: tuple[
     return left * scale_x, top * scale_y, (left + crop[1]) * scale_x, (top + crop[0]) * scale_y
 
 
-def _resized(images: Any, height: int, width: int) -> tuple[int, int]:
+def resized_shape(images: Any, height: int, width: int) -> tuple[int, int]:
     """(H, W) after the processor's resize, by the rules of transformers' image-processing backends."""
     from transformers.image_transforms import get_resize_output_image_size, get_size_with_aspect_ratio
     from transformers.image_utils import ChannelDimension

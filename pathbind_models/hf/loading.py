@@ -45,6 +45,23 @@ def placement(device: str | None, device_map: Any) -> Any:
     return str(torch.device(device))
 
 
+def refuse_remote_code(pretrained: str, options: dict[str, Any]) -> None:
+    """ValueError, before anything of the checkpoint is read, for ``trust_remote_code`` set true; a false one is
+    dropped (it is transformers' default). PathBind reads the image-token layout, the view geometry and the
+    attention of the model and processor classes transformers itself implements (``pathbind_models.hf.families``);
+    a checkpoint's own code would run first and then be unknown to all three."""
+    value = options.pop("trust_remote_code", False)
+    if value in (False, None) or str(value).lower() in ("false", "0", ""):
+        return
+    from pathbind_models.hf.families import NAMES
+
+    raise ValueError(f"{pretrained}: trust_remote_code={value} is refused before anything loads: pathbind_hf runs "
+                     f"the model and processor classes transformers implements itself ({', '.join(NAMES)}), whose "
+                     "image tokens and attention it knows, never a checkpoint's own code. Use the checkpoint's "
+                     "transformers-native version (for InternVL the '-hf' checkpoints), or lmms-eval's own wrapper "
+                     "for that model (its answers, without PathBind's attention tasks)")
+
+
 def load_processor(pretrained: str, options: dict[str, Any]) -> Any:
     """``AutoProcessor.from_pretrained(pretrained, **options)``; ValueError for an option the processor does not
     know, which transformers would silently drop (e.g. ``max_pixels`` for Idefics3)."""

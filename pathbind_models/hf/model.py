@@ -7,8 +7,10 @@ from typing import Any
 
 import torch
 
+from pathbind.model_inputs import declare
 from pathbind_models.hf import loading
 from pathbind_models.hf.adapter import HFAdapter
+from pathbind_models.hf.inputs import model_inputs
 from pathbind_models.lmms_model import AdapterModel
 
 
@@ -30,6 +32,8 @@ class HFModel(AdapterModel):
                              "under torchrun/accelerate launch use device=cuda (one model copy per GPU)")
         self._requested_device = device
         super().__init__(batch_size=batch_size, max_batch_size=max_batch_size, pretrained=pretrained, **kwargs)
+        # lmms-eval builds the tasks' documents after the model: their checks read what its processor takes.
+        declare(model_inputs(self._hf().processor, pretrained))
 
     def make_adapter(self, **adapter_kwargs: Any) -> HFAdapter:
         return HFAdapter(device=self._requested_device, **adapter_kwargs)
@@ -54,7 +58,8 @@ class HFModel(AdapterModel):
             "image_limits": loading.image_limits(adapter.processor),
             "attribution": self.attribution.describe(),
             "generation": {
-                "decoding": "greedy unless a task asks to sample (do_sample with temperature > 0)",
+                "decoding": "greedy unless a task's temperature is above 0: then sampled, each answer seeded from "
+                            "lmms-eval's torch seed (--seed) and its task, document and repeat",
                 "max_new_tokens": adapter.max_new_tokens,
                 "chat_template_kwargs": adapter.template_kwargs,
                 "from_checkpoint": loading.checkpoint_generation(adapter.model.generation_config, set(greedy)),

@@ -10,8 +10,9 @@ aggregation, which every rank could compute alike (each builds the whole task be
 answered) are dropped with that reason, and a task that dropped rows says so in one warning line.
 
 A fault of the data (a field of the wrong type, a reference that is not an answer of its format, an image that
-is missing or unreadable) is dropped here, from every condition of its item, by :func:`without_faults`: it is
-never charged to the model as an invalid answer.
+is missing or unreadable) is a :class:`pathbind.faults.Fault`, kept in the documents' fault columns as that value
+(:data:`FAULT`) and dropped here, from every condition of its item, under its reason, by :func:`without_faults`:
+it is never charged to the model as an invalid answer.
 """
 
 from __future__ import annotations
@@ -25,12 +26,15 @@ from typing import Any
 import datasets
 from loguru import logger
 
+from pathbind.faults import Fault
 from pathbind.lmms.running import Ledger, running_task
 from pathbind_tasks.common.columns import column_values
 from pathbind_tasks.common.harness import task_name
 
 NOT_EVALUATED = "beyond --limit, or every condition skipped for this model"
-FAULT_COLUMNS = ("doc_error", "image_error", "cluster_error")  # why a row's data cannot be evaluated ("" when it can)
+FAULT_COLUMNS = ("doc_error", "image_error", "cluster_error")  # why a row's data cannot be evaluated (null when it can)
+# A fault column's type: a pathbind.faults.Fault as {reason, detail}, null for none.
+FAULT = {"reason": datasets.Value("string"), "detail": datasets.Value("string")}
 UNACCOUNTED = "unaccounted for by the task's conversion (a PathBind bug; please report it)"
 
 
@@ -88,29 +92,27 @@ def drop(reason: str, count: int = 1, *, selection: bool = False, example: str |
             ledger.examples.setdefault(reason, example)
 
 
-def fault_reason(problem: str) -> str:
-    """The reason a fault is counted under: its message without the detail in parentheses (the value, the file,
-    the exception's text), so one kind of fault is one count however many rows have it."""
-    return problem.split(" (", 1)[0]
+def faults_column(faults: Sequence[Fault | None]) -> list[dict[str, str] | None]:
+    """Faults as a :data:`FAULT` column holds them (null for none)."""
+    return [fault.row() if fault else None for fault in faults]
 
 
 def without_faults(docs: datasets.Dataset, label: str) -> datasets.Dataset:
-    """``docs`` without the rows whose data is at fault (a non-empty ``doc_error``, ``image_error``
-    or ``cluster_error``), each dropped
-    in the open ledger by :func:`fault_reason`, the first of each reason logged with its detail; the fault columns
-    removed.
+    """``docs`` without the rows whose data is at fault (a ``doc_error``, ``image_error`` or ``cluster_error``), each
+    dropped in the open ledger under its fault's reason, the first of each reason logged with its detail; the fault
+    columns removed.
 
     Raises when no row is left: the data cannot be evaluated at all, an error before any model call.
     """
     columns = [name for name in FAULT_COLUMNS if name in docs.column_names]
     if not columns:
         return docs
-    problems = [next((p for p in values if p), "") for values in zip(*(column_values(docs, c) for c in columns),
-                                                                     strict=True)]
-    faults = Counter(fault_reason(p) for p in problems if p)
+    found = [next((f for f in map(Fault.read, values) if f), None)
+             for values in zip(*(column_values(docs, c) for c in columns), strict=True)]
+    faults = Counter(fault.reason for fault in found if fault)
     if faults:
         ids = column_values(docs, "id")
-        first = {fault_reason(p): _example(ids[i], p) for i, p in reversed(list(enumerate(problems))) if p}
+        first = {fault.reason: _example(ids[i], fault) for i, fault in reversed(list(enumerate(found))) if fault}
         summary = "; ".join(f"{reason}: {n} (first {first[reason]})" for reason, n in faults.most_common())
         if sum(faults.values()) == len(docs):
             raise ValueError(f"{label}: every one of the {len(docs)} items has a fault of the data, nothing to "
@@ -119,15 +121,13 @@ def without_faults(docs: datasets.Dataset, label: str) -> datasets.Dataset:
                        f"({summary}); see 'accounting'")
         for reason, n in faults.items():
             drop(reason, n, example=first[reason])
-        docs = docs.select([i for i, p in enumerate(problems) if not p])
+        docs = docs.select([i for i, fault in enumerate(found) if not fault])
     return docs.remove_columns(columns)
 
 
-def _example(item: str, problem: str) -> str:
+def _example(item: Any, fault: Fault) -> str:
     """``'<id>': <detail>``: which item had the fault, and the detail its reason leaves out."""
-    detail = problem[len(fault_reason(problem)):].strip()
-    detail = detail[1:-1] if detail.startswith("(") and detail.endswith(")") else detail
-    return f"{item!r}: {detail}" if detail else repr(item)
+    return f"{str(item)!r}: {fault.detail}" if fault.detail else repr(str(item))
 
 
 def read_rows(count: int) -> None:

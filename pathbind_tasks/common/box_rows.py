@@ -16,11 +16,13 @@ import datasets
 from loguru import logger
 from PIL import ExifTags, Image
 
+from pathbind.faults import Fault
 from pathbind_metrics.grounding import box_fault
-from pathbind_tasks.common.accounting import drop, fault_reason, without_faults
+from pathbind_tasks.common.accounting import FAULT, drop, faults_column, without_faults
 from pathbind_tasks.common.conditions import with_readable_images
 from pathbind_tasks.common.harness import data_source
-from pathbind_tasks.common.raw import BadField, text_field, unique_ids
+from pathbind_tasks.common.image_paths import ImageFolder, confine, task_images
+from pathbind_tasks.common.raw import BadField, shown_text, unique_ids
 
 SPLITS = ("testA", "testB")
 MAX_SIDE = 2**31 - 1  # the int32 of the documents' width/height
@@ -94,13 +96,13 @@ def bbox(value: Any) -> list[float]:
     return box
 
 
-def size_problem(stated: tuple[int, int], actual: tuple[int, int] | None) -> str:
-    """Why boxes in pixels of ``stated`` cannot be placed on an image of ``actual`` size ("" when they can): the
+def size_problem(stated: tuple[int, int], actual: tuple[int, int] | None) -> Fault | None:
+    """Why boxes in pixels of ``stated`` cannot be placed on an image of ``actual`` size (None when they can): the
     frame of the boxes is ambiguous, and rescaling them would be a guess."""
     if actual is None or tuple(stated) == tuple(actual):
-        return ""
-    return (f"width x height disagrees with the image's size (stated {stated[0]}x{stated[1]}, image "
-            f"{actual[0]}x{actual[1]})")
+        return None
+    return Fault("width x height disagrees with the image's size",
+                 f"stated {stated[0]}x{stated[1]}, image {actual[0]}x{actual[1]}")
 
 
 def header_size(value: dict | str | None) -> tuple[int, int] | None:
@@ -128,28 +130,28 @@ def image_sizes(docs: datasets.Dataset, column: str = "image") -> list[tuple[int
     return [header_size(value) for batch in raw.iter(batch_size=256) for value in batch[column]]
 
 
-def box_problem(row: dict[str, Any], size: tuple[int, int] | None) -> str:
-    """The first unusable field of a grounding row (expression, bbox, width, height, size), '' when usable. The box
-    must be one the metrics can score on its image (``pathbind_metrics.grounding.box_fault``: not inverted, of
-    non-zero area, covering a pixel of the image), so no fault of the box is ever charged to the model."""
+def box_problem(row: dict[str, Any], size: tuple[int, int] | None) -> Fault | None:
+    """The first unusable field of a grounding row (expression, bbox, width, height, size), None when usable. The
+    expression must be text a model can be shown (no chat or image markup). The box must be one the metrics can
+    score on its image (``pathbind_metrics.grounding.box_fault``: not inverted, of non-zero area, covering a pixel of
+    the image), so no fault of the box is ever charged to the model."""
     try:
-        if not text_field(row.get("expression"), "expression").strip():
+        if not shown_text(row.get("expression"), "expression").strip():
             raise BadField("expression", "is empty", row["expression"])
         box = bbox(row.get("bbox"))
         stated = pixels(row.get("width"), "width"), pixels(row.get("height"), "height")
     except BadField as exc:
-        return str(exc)
-    fault = box_fault(box, stated)
-    # the reason without its own parenthesis: the box itself is the detail that shows the fault
-    return size_problem(stated, size) or (str(BadField("bbox", f"is unusable: {fault_reason(fault)}", box)) if fault
-                                          else "")
+        return exc.fault
+    fault = box_fault(box, stated)  # one of the metrics' fixed reasons; the box itself shows it
+    return size_problem(stated, size) or (BadField("bbox", f"is unusable: {fault}", box).fault if fault else None)
 
 
-def checked(dataset: datasets.Dataset, label: str) -> datasets.Dataset:
-    """``dataset`` with unique text ids, every image and every row checked, the rows whose data is at fault
-    dropped in the open ledger (:func:`without_faults`)."""
+def checked(dataset: datasets.Dataset, label: str, images: ImageFolder | None = None) -> datasets.Dataset:
+    """``dataset`` with unique text ids, every image (read by the image-path rule in ``images``, by default the
+    task's data folder) and every row checked, the rows whose data is at fault dropped in the open ledger
+    (:func:`without_faults`)."""
     try:
-        docs = with_readable_images(dataset)
+        docs = with_readable_images(*confine(dataset, images or task_images()))
     except ValueError as exc:  # the whole image column is unusable
         raise ValueError(f"{label}: {exc} ({data_source(dataset)})") from None
     ids = unique_ids([str(value) for value in docs["id"]], dataset=label)
@@ -157,9 +159,9 @@ def checked(dataset: datasets.Dataset, label: str) -> datasets.Dataset:
 
 
 def with_box_checks(docs: datasets.Dataset) -> datasets.Dataset:
-    """``docs`` with ``doc_error``: each row's problem (:func:`box_problem`; '' when fine)."""
+    """``docs`` with ``doc_error``: each row's fault (:func:`box_problem`; null when fine)."""
     sizes = image_sizes(docs)
     fields = docs.select_columns(["id", "expression", "bbox", "width", "height", "image_error"]).to_list()
     # An unreadable image's size says nothing: its error is the reason the row is dropped.
-    problems = [box_problem(row, None if row["image_error"] else size) for row, size in zip(fields, sizes, strict=True)]
-    return docs.add_column("doc_error", problems)
+    faults = [box_problem(row, None if row["image_error"] else size) for row, size in zip(fields, sizes, strict=True)]
+    return docs.add_column("doc_error", faults_column(faults), feature=FAULT)

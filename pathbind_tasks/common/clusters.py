@@ -21,8 +21,10 @@ from typing import Any
 
 import datasets
 
+from pathbind.faults import Fault
 from pathbind.lmms.running import running_task
 from pathbind_metrics.tcga import parse_barcode
+from pathbind_tasks.common.accounting import FAULT, faults_column
 from pathbind_tasks.common.columns import column_values, with_column
 
 DEFAULT = "image"
@@ -36,11 +38,11 @@ def cluster_spec() -> str:
 
 
 def with_clusters(docs: datasets.Dataset, image_keys: Sequence[str]) -> datasets.Dataset:
-    """``docs`` with each item's ``cluster`` key and a ``cluster_error`` ("" when it has a key), the key read
+    """``docs`` with each item's ``cluster`` key and a ``cluster_error`` (null when it has a key), the key read
     from ``image_keys`` (one per document: its image's digest) or from the column the task names."""
     spec = cluster_spec()
     if spec == DEFAULT:
-        keys, errors = list(image_keys), [""] * len(docs)
+        keys, errors = list(image_keys), [None] * len(docs)
     else:
         kind, _, column = spec.rpartition(":")
         if kind not in ("", "case") or not column:
@@ -52,19 +54,19 @@ def with_clusters(docs: datasets.Dataset, image_keys: Sequence[str]) -> datasets
         keys, errors = (list(part) for part in zip(*found, strict=True)) if found else ([], [])
     keys = [f"{spec}={key}" if key else "" for key in keys]
     docs = docs.remove_columns([name for name in ("cluster", "cluster_error") if name in docs.column_names])
-    return with_column(with_column(docs, "cluster", keys), "cluster_error", errors)
+    return with_column(with_column(docs, "cluster", keys), "cluster_error", faults_column(errors), FAULT)
 
 
-def _key(value: Any, column: str, tcga_case: bool) -> tuple[str, str]:
+def _key(value: Any, column: str, tcga_case: bool) -> tuple[str, Fault | None]:
     text = "" if value is None else str(value).strip()
     if not text:
-        return "", f"no cluster key (field {column!r}, the task's pathbind_cluster, is empty)"
+        return "", Fault("no cluster key", f"field {column!r}, the task's pathbind_cluster, is empty")
     if not tcga_case:
-        return text, ""
+        return text, None
     barcode = parse_barcode(text)
     if barcode is None:
-        return "", f"no TCGA case in field {column!r}, the task's pathbind_cluster ({text!r})"
-    return barcode.case, ""
+        return "", Fault(f"no TCGA case in field {column!r}, the task's pathbind_cluster", repr(text))
+    return barcode.case, None
 
 
 def cluster_keys(records: Sequence[Mapping[str, Any]]) -> tuple[list[str], str]:

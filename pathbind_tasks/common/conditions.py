@@ -8,6 +8,7 @@ the same / a different subset, drawn with a fixed seed), ``blur_<sigma>`` (Gauss
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 
 import datasets
@@ -16,10 +17,12 @@ from loguru import logger
 from PIL import Image, ImageFilter
 from pyarrow.lib import ArrowException
 
-from pathbind_tasks.common.accounting import close, counting, without_faults
+from pathbind.faults import Fault
+from pathbind_tasks.common.accounting import FAULT, close, counting, faults_column, without_faults
 from pathbind_tasks.common.clusters import with_clusters
 from pathbind_tasks.common.columns import column_values, with_column
 from pathbind_tasks.common.harness import task_name
+from pathbind_tasks.common.image_paths import confine, file_paths, task_images
 from pathbind_tasks.common.images import image_key, image_problem, max_pixels
 from pathbind_tasks.common.paraphrase import paraphrases
 
@@ -60,8 +63,8 @@ def with_conditions(conditions: Sequence[str], convert: Converter | None = None)
 
     def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
         with counting(dataset) as ledger:
-            docs = convert(dataset) if convert else dataset
-            docs = close(ledger, without_faults(with_readable_images(docs), "task " + str(task_name() or "?")))
+            docs, refused = (convert(dataset), None) if convert else confine(dataset, task_images())
+            docs = close(ledger, without_faults(with_readable_images(docs, refused), "task " + str(task_name() or "?")))
         swaps = any(condition.startswith("swap_") for condition in conditions)
         reworded = any(_paraphrase_number(condition) for condition in conditions)
         parts = [_reworded(docs, condition) if reworded else _condition(docs, condition, swaps)
@@ -83,29 +86,42 @@ def item_by_item(parts: Sequence[tuple[datasets.Dataset, Sequence[int]]]) -> dat
     return datasets.concatenate_datasets([block for block, _ in parts]).select([row for *_, row in sorted(rows)])
 
 
-def with_readable_images(docs: datasets.Dataset) -> datasets.Dataset:
-    """Check every distinct image once, keeping each problem in ``image_error`` ("" when the image is fine) for
+def with_readable_images(docs: datasets.Dataset, refused: Sequence[Fault | None] | None = None
+                         ) -> datasets.Dataset:
+    """Check every distinct image once, keeping each fault in ``image_error`` (null when the image is fine) for
     ``without_faults`` to drop its item, and each item's ``cluster`` (:func:`clusters.with_clusters`: by
     default a digest of its image's bytes); ``image`` comes back as ``datasets.Image()``.
 
     ``image`` may be an image feature, ``{bytes, path}`` structs (parquet written without datasets' metadata),
-    bytes or file paths, so ``doc["image"]`` is always a PIL image.
+    bytes or file paths, so ``doc["image"]`` is always a PIL image. ``refused``: each row's fault found before (a
+    path the image-path rule refused, :func:`image_paths.confine`), kept. A relative path a converter left is
+    resolved against the task's data folder (:func:`image_paths.task_images`), never against the working folder.
     """
     limit = max_pixels()
     if Image.MAX_IMAGE_PIXELS is not None and limit > Image.MAX_IMAGE_PIXELS:
         Image.MAX_IMAGE_PIXELS = limit  # PIL's own bomb guard must not warn about or refuse an image accepted here
     raw = _undecoded(docs)
+    found = list(refused) if refused is not None else [None] * len(raw)
+    if _relative_paths(raw):
+        raw, resolved = confine(raw, task_images())
+        found = [earlier or fault for earlier, fault in zip(found, resolved, strict=True)]
     errors, keys = [], []
-    checked: dict[str, str] = {}  # an image's bytes (and file) -> its problem: items sharing an image share its check
-    for batch in raw.select_columns("image").iter(batch_size=256):  # batches bound the bytes held at once
-        for value in batch["image"]:
-            problem, key = _checked(value, limit, checked)
-            errors.append(problem)
-            keys.append("" if problem else key)
-    return with_clusters(with_column(raw.cast_column("image", datasets.Image()), "image_error", errors), keys)
+    checked: dict[str, Fault | None] = {}  # an image's bytes (and file) -> its fault: items sharing an image share it
+    values = (value for batch in raw.select_columns("image").iter(batch_size=256) for value in batch["image"])
+    for value, earlier in zip(values, found, strict=True):  # batches bound the bytes held at once
+        fault, key = (earlier, "") if earlier else _checked(value, limit, checked)
+        errors.append(fault)
+        keys.append("" if fault else key)
+    return with_clusters(with_column(raw.cast_column("image", datasets.Image()), "image_error", faults_column(errors),
+                                     FAULT), keys)
 
 
-def _checked(value: dict | None, limit: int, checked: dict[str, str]) -> tuple[str, str]:
+def _relative_paths(docs: datasets.Dataset) -> bool:
+    """Whether an image of ``docs`` (undecoded) is a file path that is not absolute; the bytes are never read."""
+    return any(path and not os.path.isabs(path) for path in file_paths(docs))
+
+
+def _checked(value: dict | None, limit: int, checked: dict[str, Fault | None]) -> tuple[Fault | None, str]:
     """:func:`image_problem` of ``value`` and its :func:`image_key`, decoded once per distinct encoded image (a file
     once per path)."""
     try:

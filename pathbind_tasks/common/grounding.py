@@ -9,6 +9,7 @@ is not the image's) is dropped and counted in ``accounting``, never a lost item.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from typing import Any
 
@@ -17,11 +18,12 @@ import numpy as np
 from PIL import Image
 
 from pathbind import render_template
-from pathbind.wire import LAYER_SETS, AttentionRequest, AttentionResponse, Query
+from pathbind.wire import LAYER_GROUPS, LAYER_SETS, AttentionRequest, AttentionResponse, Query
 from pathbind_tasks.common import box_rows
 from pathbind_tasks.common import grounding_records as gr
 from pathbind_tasks.common.accounting import close, counting
 from pathbind_tasks.common.failures import response_scorer
+from pathbind_tasks.common.image_paths import ImageFolder
 from pathbind_tasks.common.images import rgb_image
 from pathbind_tasks.common.raw import require
 
@@ -31,13 +33,14 @@ COLUMNS = ("id", "image", "expression", "bbox", "width", "height", "split")
 ADDED = ("alternatives", "image_error", "doc_error")  # columns process_docs computes
 
 
-def process_docs(dataset: datasets.Dataset) -> datasets.Dataset:
-    """Check the schema, every image and every row, then draw each item's alternative expressions."""
+def process_docs(dataset: datasets.Dataset, *, images: ImageFolder | None = None) -> datasets.Dataset:
+    """Check the schema, every image (its path read by the image-path rule in ``images``, by default the task's
+    data folder) and every row, then draw each item's alternative expressions."""
     dataset = box_rows.replace_added(dataset, ADDED, "grounding")
     require(dataset.column_names, COLUMNS, dataset="grounding", folder="pathbind_grounding")
     box_rows.require_rows(dataset, "grounding")
     with counting(dataset) as ledger:
-        docs = box_rows.checked(dataset, "grounding")
+        docs = box_rows.checked(dataset, "grounding", images)
         alternatives = draw_alternatives(list(docs["expression"]), list(docs["split"]))
         return close(ledger, docs.add_column("alternatives", alternatives))
 
@@ -67,15 +70,22 @@ def doc_to_visual(doc: dict[str, Any]) -> list[Image.Image]:
 def doc_to_text(doc: dict[str, Any], lmms_eval_specific_kwargs: dict[str, Any] | None = None) -> str:
     """An attention request (see ``pathbind.wire``) for the true expression and its alternatives."""
     template = (lmms_eval_specific_kwargs or {}).get("template", "locate")
-    entities = [str(doc["expression"]), *doc["alternatives"]]  # a row without a text expression was dropped
-    queries = tuple(Query(render_template(template, entity=entity), entity) for entity in entities)
-    return AttentionRequest(queries, LAYER_SETS).encode()
+    entity = str(doc["expression"])  # a row without a text expression was dropped
+    # The expression's maps over every layer set and ninth (the sweeps); the alternatives' over the middle third.
+    queries = (Query(render_template(template, entity=entity), entity, (*LAYER_SETS, *LAYER_GROUPS)),
+               *(Query(render_template(template, entity=other), other) for other in doc["alternatives"]))
+    return AttentionRequest(queries, ("mid",)).encode()
 
 
 def _score(doc: dict[str, Any], response: str) -> dict[str, Any]:
     decoded = AttentionResponse.decode(response)  # no-answer responses never get here
     return gr.item_record(decoded.maps, list(doc["bbox"]), (int(doc["width"]), int(doc["height"])),
-                          view_box=decoded.view_box)
+                          view_box=decoded.view_box, layers=decoded.layers, seed=item_seed(doc["id"]))
+
+
+def item_seed(item: Any) -> int:
+    """The seed of an item's control boxes, from its id alone: the same in every run, process and model."""
+    return zlib.crc32(str(item).encode("utf-8"))
 
 
 process_results = response_scorer("grounding", {"split": "split"}, _score, gr.lost_record)

@@ -10,8 +10,11 @@ from typing import Any
 import numpy as np
 
 from pathbind_metrics import resampling as rs
+from pathbind_metrics.pairs import paired_delta
 from pathbind_tasks.common.clusters import cluster_keys
-from pathbind_tasks.common.grounding_records import Q_DEFAULT, Q_SWEEP, REGION
+from pathbind_tasks.common.grounding_records import CONTROL_Q, CONTROL_SETS, Q_DEFAULT, Q_SWEEP, REGION
+
+CONTROL_BOXES = ("shifted", "far", "random_size")  # seed 004's shifted, random far and random-size boxes
 
 # Reported metric -> record field (names chosen so that none is a substring of another).
 HEADLINE = {"attn_iou": "iou", "attn_precision": "precision", "attn_recall": "recall", "eff_support": "eff_support",
@@ -44,6 +47,31 @@ def layer_sweep(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     names = sorted({name for r in records for name in r["layers"]})
     return {name: {m: _mean([r["layers"][name][m] for r in records if name in r["layers"]]) for m in REGION}
             for name in names}
+
+
+def overlap_controls(records: list[dict[str, Any]], *, n_permutations: int = 10000, seed: int = 0) -> dict[str, Any]:
+    """Seed 004's controlled overlap, tested: per layer set (the middle third, then the nine ninths of the decoder)
+    the mean IoU of the top-10% attention mask with the true box and with each control box, and per control the
+    paired change true − control over the items (:func:`pathbind_metrics.pairs.paired_delta`: a two-sided sign-flip
+    test flipping the task's clusters, its 95% interval, the clusters and design effect), p Holm-adjusted across
+    every test of every layer set (``holm_family``). Attention that points at the box scores above every control."""
+    keys, cluster = cluster_keys(records)
+    found = [name for name in CONTROL_SETS if any(name in r.get("overlap_controls", {}) for r in records)]
+    groups: dict[str, dict[str, Any]] = {}
+    for name in found:
+        entries = [r.get("overlap_controls", {}).get(name, {}) for r in records]
+        values = {kind: np.asarray([e.get(kind, math.nan) for e in entries], dtype=float)
+                  for kind in ("true", *CONTROL_BOXES)}
+        layers: list[int] = next((e["layers"] for e in entries if e.get("layers")), [])
+        groups[name] = {"layers": layers, **{kind: _mean(list(v)) for kind, v in values.items()},
+                        "tests": {kind: paired_delta(values["true"] - values[kind], keys, cluster=cluster,
+                                                     n_permutations=n_permutations, seed=seed)
+                                  for kind in CONTROL_BOXES}}
+    tests = [test for group in groups.values() for test in group["tests"].values()]
+    for test, adjusted in zip(tests, rs.holm([test["p"] for test in tests]), strict=True):
+        test["p_holm"] = adjusted
+    family = f"the {len(tests)} tests of {len(groups)} layer sets × {len(CONTROL_BOXES)} control boxes"
+    return {"q": CONTROL_Q, "measure": "iou", "groups": groups, "holm_family": family}
 
 
 def lost_items(records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -4,7 +4,8 @@ Every task family shows its images through :func:`rgb_image`. The check (:func:`
 ``conditions.with_readable_images``) reads the pixel count from the header before decoding, then decodes the
 whole file exactly as ``datasets`` will, with truncation detection on whatever lmms-eval set globally, and
 converts it: an image that fails drops its item (a fault of the data, counted in ``accounting``), never
-shown half-read, downscaled or white.
+shown half-read, downscaled or white. An image of several frames (an animated GIF, a multi-page TIFF) is refused
+the same way: a model is shown one picture, and which frame it would be is not left unsaid.
 
 High bit depths map to 8 bits by their declared range, not by the image's own minimum and maximum: a 16-bit
 value ``v`` becomes ``round(v / 257)``, so a dim image stays dim and two images of one scanner stay comparable
@@ -27,12 +28,19 @@ import datasets
 import numpy as np
 from PIL import Image, ImageFile
 
+from pathbind.faults import Fault
+from pathbind.model_inputs import size_fault
+
 MAX_PIXELS_ENV = "PATHBIND_MAX_IMAGE_PIXELS"
 # 10,000 x 10,000: far above the few megapixels of any published pathology VQA image, and small enough that
 # the decoded RGB copy (300 MB), its conversions and a blur stay near 1 GB, well inside a 4 GB worker.
 DEFAULT_MAX_PIXELS = 100_000_000
 
 _BITS_PER_SAMPLE, _SAMPLE_FORMAT, _SMIN, _SMAX = 258, 339, 340, 341  # TIFF tags
+NO_IMAGE = "no image"
+# A GIF, TIFF, APNG or WebP of several frames: which one a model would be shown is not the data's to leave unsaid.
+# (A camera's MPO file is one picture with previews of it: its first frame is the picture.)
+SEVERAL_FRAMES = "image has several frames"
 _IN_MEMORY = re.compile(r"<_io\.BytesIO object at 0x[0-9a-fA-F]+>")
 _SIXTEEN_BIT = ("I;16", "I;16B", "I;16L", "I;16N")
 
@@ -67,26 +75,31 @@ def rgb_image(image: Image.Image | dict[str, Any] | bytes | str) -> Image.Image:
     return decoded.convert("RGB")
 
 
-def image_problem(value: dict[str, Any] | None, limit: int) -> str:
-    """Why the encoded image ``{bytes, path}`` cannot be shown to a model, or "" when it can."""
+def image_problem(value: dict[str, Any] | None, limit: int) -> Fault | None:
+    """Why the encoded image ``{bytes, path}`` cannot be shown to a model, or None when it can."""
     source = _source(value)
     if source is None:
-        return "no image"
+        return Fault(NO_IMAGE)
     try:
         with _strict_decoding(), Image.open(source) as header:
             width, height = header.size
+            frames = getattr(header, "n_frames", 1) if header.format != "MPO" else 1
         if width * height > limit:
-            return (f"image too large ({width}x{height} = {width * height:,} pixels; the limit is {limit:,}, "
-                    f"set by {MAX_PIXELS_ENV})")
+            return Fault("image too large", f"{width}x{height} = {width * height:,} pixels; the limit is {limit:,}, "
+                                            f"set by {MAX_PIXELS_ENV}")
+        if frames > 1:
+            return Fault(SEVERAL_FRAMES, f"{header.format}, {frames} frames; save the one to show as its own file")
+        if refused := size_fault(width, height, limit):  # the run's model, before it is charged with the image
+            return refused
         with _strict_decoding():
             rgb_image(datasets.Image().decode_example(value))
-        return ""
+        return None
     except FileNotFoundError as exc:
-        return f"image file not found ({exc.filename or source})"
+        return Fault("image file not found", str(exc.filename or source))
     except Exception as exc:  # any decoding failure drops the item (a fault of the data), never fails the run
         truncated = "truncated" in str(exc) and isinstance(exc, OSError)
         detail = _IN_MEMORY.sub("(embedded bytes)", str(exc))  # no memory address: reasons are reproducible
-        return f"unreadable image ({'truncated file; ' if truncated else ''}{type(exc).__name__}: {detail})"
+        return Fault("unreadable image", f"{'truncated file; ' if truncated else ''}{type(exc).__name__}: {detail}")
 
 
 def image_key(value: dict[str, Any] | None) -> str:

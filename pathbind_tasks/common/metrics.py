@@ -83,6 +83,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("attn_ci", in_id_order(ga.cluster_intervals), True, GROUNDING),
     Metric("q_sweep", in_id_order(ga.q_sweep), True, GROUNDING),
     Metric("layer_sweep", in_id_order(ga.layer_sweep), True, GROUNDING),
+    Metric("overlap_controls", in_id_order(ga.overlap_controls), True, GROUNDING),
     Metric("lost_items", ga.lost_items, False, GROUNDING),
     # Causal faithfulness of heat maps (records: faithfulness_records)
     Metric("attn_occlusion_rho", _item_mean(fa.mean, "attn_occlusion_rho"), True, FAITHFULNESS),

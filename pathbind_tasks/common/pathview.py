@@ -17,10 +17,12 @@ from typing import Any
 
 from loguru import logger
 
+from pathbind.faults import Fault
 from pathbind_conventions import REFUSAL_FORM
 from pathbind_metrics.pathview import box_dice, box_problem, entity_recall, to_pixels
 from pathbind_metrics.pathview_parsing import parse_boxes, parse_count, parse_entities, parse_option
 from pathbind_metrics.refusal import is_refusal
+from pathbind_metrics.tcga import slide_key
 from pathbind_tasks.common.failures import no_answer_reason, scoring_failure
 from pathbind_tasks.common.metrics import names
 from pathbind_tasks.common.pathview_vocabulary import answer_class, matcher
@@ -75,6 +77,12 @@ def _reference(doc: dict[str, Any]) -> Any:
             "description": lambda: doc["entities"]}[doc["answer_format"]]()
 
 
+def slide_identity(raw: Any) -> str | None:
+    """The slide an item shows, as the leakage audit names slides (:func:`pathbind_metrics.tcga.slide_key`: a TCGA
+    barcode upper-cased without path, UUID and suffix; else the file name, case-folded), or None without one."""
+    return slide_key(str(raw)) if raw is not None and str(raw).strip() else None
+
+
 Judge = Callable[[dict[str, Any], str], dict[str, Any]]
 
 
@@ -85,14 +93,15 @@ def scorer(judge: Judge, kind: str) -> Callable[[dict[str, Any], list[str]], dic
     def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
         text = results[0] if results else ""
         record: dict[str, Any] = {"id": str(doc.get("id")), "cluster": doc.get("cluster"), "kind": kind,
-                                  "source": doc.get("source"), "trap": doc.get("trap"),
+                                  "source": doc.get("source"), "slide_id": slide_identity(doc.get("slide_id")),
+                                  "trap": doc.get("trap"),
                                   "reference": None, "parsed": None, "reason": "", "box_frame": doc.get("box_frame"),
                                   "box_pixels": None}
         try:
-            problem = doc.get("doc_error") or doc.get("image_error")
+            problem = Fault.read(doc.get("doc_error")) or Fault.read(doc.get("image_error"))
             if problem:
                 logger.warning(f"doc {record['id']}: cannot score ({problem})")
-                raise Unreadable(problem)
+                raise Unreadable(str(problem))
             record["reference"] = _reference(doc)
             failure = no_answer_reason(text)  # empty, or the model's or backend's failure
             if failure:

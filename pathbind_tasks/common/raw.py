@@ -1,11 +1,12 @@
 """Raw published rows to the VQA task schema: column checks, answers as option letters, image files.
 
-Every converter returns ``id, image, question, [options,] answer, dimension, source``. A systematically
-broken input (a missing column, no image folder at all) raises before any model call. One bad item is a fault
-of the data, dropped from every condition and counted in the task's ``accounting`` (never the model's invalid
-answer): a field of the wrong type (:func:`text_field`), an answer that names no option (kept as its raw text here,
-dropped by ``vqa_docs``), an image path outside the data folder (:func:`image_file`), an image file that is absent
-or unreadable (dropped by ``with_conditions``).
+Every converter returns ``id, image, question, [options,] answer, dimension, source`` and ``doc_error``, the item's
+:class:`pathbind.faults.Fault` (null when it has none). A systematically broken input (a missing column, no image
+folder at all) raises before any model call. One bad item is a fault of the data, dropped from every condition and
+counted in the task's ``accounting`` (never the model's invalid answer): a field of the wrong type
+(:func:`text_field`), an answer that names no option (kept as its raw text here, dropped by ``vqa_docs``), an image
+path outside the data folder (:mod:`image_paths`), an image file that is absent or unreadable (dropped by
+``with_conditions``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import hashlib
 import os
 import re
 import shutil
-import unicodedata
 import zipfile
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -25,8 +25,12 @@ import datasets
 from loguru import logger
 
 from pathbind.data import DATA_ENV, override_dir
+from pathbind.faults import Fault
+from pathbind.model_inputs import markup_in
+from pathbind_tasks.common.accounting import FAULT
 from pathbind_tasks.common.columns import with_column
 from pathbind_tasks.common.harness import data_source
+from pathbind_tasks.common.image_paths import ImageFolder, confine
 
 TEXT = datasets.Value("string")
 YES_NO_FEATURES = datasets.Features({"id": TEXT, "image": datasets.Image(), "question": TEXT, "answer": TEXT,
@@ -36,8 +40,9 @@ MCQ_FEATURES = datasets.Features({"id": TEXT, "image": datasets.Image(), "questi
 
 
 def with_doc_error(features: datasets.Features) -> datasets.Features:
-    """A schema plus ``doc_error``: why a converted row's data cannot be evaluated ("" when it can)."""
-    return datasets.Features({**features, "doc_error": TEXT})
+    """A schema plus ``doc_error``: the fault that keeps a converted row's data from being evaluated (null when
+    none)."""
+    return datasets.Features({**features, "doc_error": FAULT})
 
 
 # "A) text", "(A) text", "A. text", "A: text": a capital and a delimiter; "A cell" is text, not a letter.
@@ -45,13 +50,19 @@ _PREFIX = re.compile(r"^\s*\(?([A-Z])[).:]\s*")
 _LETTER = re.compile(r"^\s*\(?([A-Za-z])\)?\s*$")  # a letter alone names its option in either case
 
 
-class BadField(ValueError):
-    """One field of one row is unusable: a fault of the data. The message is ``field 'f' <problem> (<detail>)``;
-    the part before the detail is the reason the row is dropped with (see ``accounting.fault_reason``)."""
+class DataFault(ValueError):
+    """A fault of the data raised where it is found: :attr:`fault` is the value counted; the message, its words."""
+
+    def __init__(self, fault: Fault) -> None:
+        self.fault = fault
+        super().__init__(str(fault))
+
+
+class BadField(DataFault):
+    """One field of one row is unusable: reason ``field 'f' <problem>``, detail the value (or ``detail``)."""
 
     def __init__(self, field: str, problem: str, value: Any = None, *, detail: str | None = None) -> None:
-        shown = detail if detail is not None else f"got {value!r:.80}"
-        super().__init__(f"field {field!r} {problem} ({shown})")
+        super().__init__(Fault(f"field {field!r} {problem}", detail if detail is not None else f"got {value!r:.80}"))
 
 
 def text_field(value: Any, field: str) -> str:
@@ -67,14 +78,32 @@ def text_field(value: Any, field: str) -> str:
     raise BadField(field, f"is a {type(value).__name__}, not text", value)
 
 
-def text_problem(row: dict[str, Any], fields: Sequence[str]) -> str:
-    """Why one of ``fields`` of ``row`` is not text (the first :class:`BadField` message), "" when all are."""
+def shown_text(value: Any, field: str) -> str:
+    """:func:`text_field` for a field a model is shown (a question, an option, an expression): text without chat
+    or image markup (:func:`pathbind.model_inputs.markup_in`), which raises :class:`BadField` naming the token."""
+    text = text_field(value, field)
+    token = markup_in(text)
+    if token is not None:
+        raise BadField(field, "holds a chat or image token of a model", detail=f"{token!r} in {_excerpt(text, token)}")
+    return text
+
+
+def _excerpt(text: str, token: str, width: int = 30) -> str:
+    """The text around the first ``token``, quoted, cut to ``width`` characters each side."""
+    start = text.index(token)
+    before, after = text[max(0, start - width):start], text[start + len(token):start + len(token) + width]
+    return repr(("…" if start > width else "") + before + token + after +
+                ("…" if start + len(token) + width < len(text) else ""))
+
+
+def text_problem(row: dict[str, Any], fields: Sequence[str]) -> Fault | None:
+    """Why one of ``fields`` of ``row`` is not text (the first :class:`BadField`'s fault), None when all are."""
     for field in fields:
         try:
             text_field(row.get(field), field)
         except BadField as exc:
-            return str(exc)
-    return ""
+            return exc.fault
+    return None
 
 
 def text_or_empty(value: Any) -> str:
@@ -199,8 +228,9 @@ def unpacked(archive: Path) -> Path:
     """The folder a release's image zip is unpacked into, once per archive version: datasets' cache,
     ``pathbind_unpacked/<stem>-<key>``, keyed by the archive's path, size and modification time.
 
-    Members that would land outside the folder (absolute paths, ``..``) stop the task: the archive is not the
-    release. Processes unpacking at once each write a folder of their own and keep the first one renamed in place.
+    A member that would land outside the folder (an absolute name, ``..``) is never written: the image-path rule
+    of zip members (:mod:`image_paths`), logged once; an item naming it is then dropped as its file is absent.
+    Processes unpacking at once each write a folder of their own and keep the first one renamed in place.
     """
     stat = archive.stat()
     key = hashlib.sha256(f"{archive.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:16]
@@ -209,12 +239,13 @@ def unpacked(archive: Path) -> Path:
         return target
     staging = target.with_name(f"{target.name}.{os.getpid()}.partial")
     with zipfile.ZipFile(archive) as bundle:
-        unsafe = [m for m in bundle.namelist() if m.startswith(("/", "\\")) or ".." in Path(m).parts]
-        if unsafe:
-            raise ValueError(f"{archive}: member {unsafe[0]!r} would be written outside the folder it is unpacked "
-                             f"into; not a release archive")
+        members = bundle.namelist()
+        outside = [m for m in members if m.startswith(("/", "\\")) or ".." in Path(m.replace("\\", "/")).parts]
+        if outside:
+            logger.warning(f"{archive}: {len(outside)} member(s) would be written outside the folder it is unpacked "
+                           f"into and are left packed (first {outside[0]!r}); items naming them have no image file")
         logger.info(f"unpacking {archive} into {target} (once)")
-        bundle.extractall(staging)
+        bundle.extractall(staging, [m for m in members if m not in outside])
     try:
         staging.rename(target)
     except OSError:  # another process finished first: keep its folder
@@ -222,46 +253,36 @@ def unpacked(archive: Path) -> Path:
     return target
 
 
-def image_file(name: Any, root: Path, subfolders: Sequence[str] = ("",), *,
-               field: str = "image") -> tuple[str | None, str]:
-    """``(path, problem)`` for the image file ``name`` the data gives: the file under the first subfolder of
-    ``root`` that has it, its name in the data's Unicode normalisation or in the other one (NFC, NFD: a file copied
-    between systems may change form), else where it was expected (the image check reports it absent, naming it).
-
-    No name: ``(None, "")``, the image check's "no image". A name that leaves ``root`` (absolute, or ``..``
-    above it) is never read, as a zip member that would land outside is never written: ``(None, problem)``, the
-    item dropped naming the field, so every file a run reads is inside the data folder its provenance records. The
-    check reads the name, not the disk: a link the user placed in the folder (the READMEs' recipes link an image
-    folder) is followed.
-    """
-    if not isinstance(name, str) or not name.strip():
-        return None, ""
-    if os.path.isabs(name) or os.path.normpath(name).split(os.sep)[0] == "..":
-        return None, str(BadField(field, "is a path outside the data folder", detail=f"got {name!r}"))  # uncut
-    forms = dict.fromkeys([name, unicodedata.normalize("NFC", name), unicodedata.normalize("NFD", name)])
-    candidates = [root / sub / form for form in forms for sub in subfolders]
-    return str(next((path for path in candidates if path.is_file()), root / subfolders[0] / name)), ""
+def images_in(root: Path, archive: str, subfolders: Sequence[str]) -> Path:
+    """Where a release's image names resolve: ``root`` when one of its image ``subfolders`` is there (or the
+    ``archive`` is not), else the folder ``root/<archive>`` is unpacked into (:func:`unpacked`)."""
+    if any((root / sub).is_dir() for sub in subfolders if sub) or not (root / archive).is_file():
+        return root
+    return unpacked(root / archive)
 
 
-def embedded_images(feature: Any) -> bool:
-    """Whether an image column holds the images themselves (datasets' Image, ``{bytes, path}`` as parquet written
-    without its metadata, or raw bytes) rather than file names."""
-    if isinstance(feature, datasets.Value):
-        return feature.dtype in ("binary", "large_binary")
-    return isinstance(feature, datasets.Image) or (isinstance(feature, dict) and "bytes" in feature)
-
-
-def embedded_docs(dataset: datasets.Dataset, keep: Sequence[int], columns: dict[str, list[Any]],
-                  features: datasets.Features) -> datasets.Dataset:
-    """The kept rows' embedded images with the given schema columns (images are checked by with_conditions)."""
-    docs = dataset.select(keep).select_columns(["image"]).flatten_indices()
+def schema_docs(dataset: datasets.Dataset, keep: Sequence[int], columns: dict[str, list[Any]],
+                features: datasets.Features, images: ImageFolder) -> datasets.Dataset:
+    """The kept rows' images, each read by the image-path rule in ``images`` (embedded bytes kept as they are, a
+    path resolved there: :func:`image_paths.confine`), with the given schema columns; a refused path is the row's
+    ``doc_error`` unless it has one (the images are checked by with_conditions)."""
+    docs, refused = confine(dataset.select(keep).select_columns(["image"]).flatten_indices(), images)
+    columns = {**columns, "doc_error": [Fault.read(own) or path for own, path in
+                                        zip(columns["doc_error"], refused, strict=True)]}
     for name, values in columns.items():
-        docs = with_column(docs, name, values, features[name])
+        docs = with_column(docs, name, _stored(values), features[name])
     return docs.select_columns(list(features)).cast(features)
 
 
+def _stored(values: list[Any]) -> list[Any]:
+    """Column values as a dataset stores them: a Fault as its row."""
+    return [value.row() if isinstance(value, Fault) else value for value in values]
+
+
 def rows_to_docs(rows: list[dict[str, Any]], features: datasets.Features, *, dataset: str) -> datasets.Dataset:
-    """Schema documents from converted rows, ``image`` a file path or ``{"bytes": ..., "path": None}``."""
+    """Schema documents from converted rows, ``image`` as :meth:`ImageFolder.image` gives it, ``doc_error`` a
+    Fault or None."""
     if not rows:
         raise ValueError(f"{dataset}: no items left after selection; check the raw data against the task README")
-    return datasets.Dataset.from_list(rows, features=features)
+    return datasets.Dataset.from_list([dict(zip(row, _stored(list(row.values())), strict=True)) for row in rows],
+                                      features=features)

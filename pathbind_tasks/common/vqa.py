@@ -8,7 +8,7 @@ record is emitted under, so one metric_list serves every variant. ``process_docs
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import datasets
@@ -16,15 +16,18 @@ from loguru import logger
 from PIL import Image
 
 from pathbind import render_template
+from pathbind.faults import Fault
 from pathbind_metrics import choice_letters, parse_choice, parse_yes_no
+from pathbind_tasks.common.accounting import FAULT, faults_column
 from pathbind_tasks.common.columns import with_column
 from pathbind_tasks.common.conditions import CONDITION_SETS, Converter, visual_for, with_conditions
 from pathbind_tasks.common.failures import no_answer_reason, scoring_failure
 from pathbind_tasks.common.harness import task_name
+from pathbind_tasks.common.image_paths import confine, task_images
 from pathbind_tasks.common.images import rgb_image
 from pathbind_tasks.common.messages import UserTurn
 from pathbind_tasks.common.metrics import names
-from pathbind_tasks.common.raw import BadField, letter_answer, text_field
+from pathbind_tasks.common.raw import BadField, DataFault, letter_answer, shown_text
 from pathbind_tasks.common.repeats import every_response
 
 MAX_OPTIONS = 26  # one letter A-Z each
@@ -45,42 +48,50 @@ def vqa_docs(condition_set: str, convert: Converter | None = None) -> Converter:
         raise ValueError(f"unknown condition set {condition_set!r}; known: {', '.join(CONDITION_SETS)}")
 
     def tagged(dataset: datasets.Dataset) -> datasets.Dataset:
-        docs = convert(dataset) if convert else dataset
+        docs, refused = (convert(dataset), None) if convert else confine(dataset, task_images())
         docs = docs.remove_columns([name for name in ADDED if name in docs.column_names])
         fmt = answer_format(docs["options"] if "options" in docs.column_names else [])
         docs = with_column(with_column(docs, "answer_format", [fmt] * len(docs)), "condition_set",
                            [condition_set] * len(docs))
-        return with_item_checks(docs)
+        return with_item_checks(docs, refused)
 
     return with_conditions(CONDITION_SETS[condition_set], tagged)
 
 
-def with_item_checks(docs: datasets.Dataset) -> datasets.Dataset:
-    """``docs`` with ``doc_error``: why an item's data cannot be scored (a converter's finding, an empty question,
-    options that cannot be lettered, a reference that is not an answer of its format), for ``without_faults``."""
+def with_item_checks(docs: datasets.Dataset, refused: Sequence[Fault | None] | None = None) -> datasets.Dataset:
+    """``docs`` with ``doc_error``: the fault that keeps an item's data from being scored (a converter's finding, an
+    image path refused (``refused``, one per row), an empty question, markup in a question or option, options that
+    cannot be lettered, a reference that is not an answer of its format), for ``without_faults``."""
     fields = [name for name in (*CHECKED, "doc_error") if name in docs.column_names]
-    problems = [row.get("doc_error") or item_problem(row) for row in docs.select_columns(fields).to_list()]
+    rows = docs.select_columns(fields).to_list()
+    faults = [Fault.read(row.get("doc_error")) or path or item_problem(row)
+              for row, path in zip(rows, refused or [None] * len(rows), strict=True)]
     if "doc_error" in docs.column_names:
         docs = docs.remove_columns("doc_error")
-    return with_column(docs, "doc_error", problems)
+    return with_column(docs, "doc_error", faults_column(faults), FAULT)
 
 
-def item_problem(doc: dict[str, Any]) -> str:
-    """Why the data of one item cannot be scored, whatever the model answers ("" when it can): its question, then
+def item_problem(doc: dict[str, Any]) -> Fault | None:
+    """Why the data of one item cannot be scored, whatever the model answers (None when it can): its question, then
     its options and reference (the judge of its format raises on those)."""
     try:
         JUDGES[format_of(doc)](doc, "")
+        if format_of(doc) == "mcq":
+            for option in doc["options"]:
+                shown_text(option, "options")
+    except DataFault as exc:
+        return question_problem(doc) or exc.fault
     except (KeyError, ValueError) as exc:
-        return question_problem(doc) or scoring_failure(exc)
+        return question_problem(doc) or Fault(scoring_failure(exc))
     return question_problem(doc)
 
 
-def question_problem(doc: dict[str, Any]) -> str:
-    """Why the item's question cannot be asked ("" when it can)."""
+def question_problem(doc: dict[str, Any]) -> Fault | None:
+    """Why the item's question cannot be asked (None when it can): not text, empty, or holding markup."""
     try:
-        return "" if text_field(doc.get("question"), "question").strip() else "field 'question' is empty"
+        return None if shown_text(doc.get("question"), "question").strip() else Fault("field 'question' is empty")
     except BadField as exc:
-        return str(exc)
+        return exc.fault
 
 
 def condition_sets(convert: Converter | None = None) -> tuple[Converter, Converter, Converter]:
@@ -126,17 +137,17 @@ def one_line_options(options: list[Any]) -> list[str]:
     return [" ".join(str(option).split()) for option in options]
 
 
-def options_problem(options: Any) -> str:
-    """Why ``options`` cannot be asked as lettered choices, or "" when they can."""
+def options_problem(options: Any) -> Fault | None:
+    """Why ``options`` cannot be asked as lettered choices, or None when they can."""
     if not isinstance(options, list | tuple):
-        return str(BadField("options", f"is a {type(options).__name__}, not a list of option texts", options))
+        return BadField("options", f"is a {type(options).__name__}, not a list of option texts", options).fault
     if not options:
-        return "field 'options' is empty"
+        return Fault("field 'options' is empty")
     if len(options) > MAX_OPTIONS:
-        return f"field 'options' has more options than the {MAX_OPTIONS} letters A-Z ({len(options)} options)"
+        return Fault(f"field 'options' has more options than the {MAX_OPTIONS} letters A-Z", f"{len(options)} options")
     empty = [letter for letter, text in zip(choice_letters(len(options)), one_line_options(list(options)),
                                             strict=True) if not text]
-    return f"field 'options' has an empty option (option {', '.join(empty)})" if empty else ""
+    return Fault("field 'options' has an empty option", f"option {', '.join(empty)}") if empty else None
 
 
 # What lmms-eval's chat backends receive: the same images and prompt as the simple ones, as one user turn.
@@ -146,7 +157,7 @@ doc_to_messages = UserTurn(doc_to_visual, doc_to_text)
 def _judge_choice(doc: dict[str, Any], text: str) -> tuple[str | None, str]:
     problem = options_problem(doc["options"])
     if problem:
-        raise ValueError(problem)
+        raise DataFault(problem)
     options = one_line_options(list(doc["options"]))
     reference = letter_answer(doc["answer"], len(options))  # the converters' rule: "c", "(C)", "C) text"
     if reference is None:
@@ -200,16 +211,24 @@ def _scored(doc: dict[str, Any], text: str, item: str) -> dict[str, Any]:
             raise ValueError(f"field 'answer_format': {format_of(doc)!r} is not one of {', '.join(JUDGES)}")
         problem = question_problem(doc)  # only a document that did not come through vqa_docs can have one
         if problem:
-            raise ValueError(problem)
+            raise ValueError(str(problem))
         parsed, reference = JUDGES[format_of(doc)](doc, text)  # raises on options or a reference at fault
         failure = no_answer_reason(text)
         parsed = None if failure else parsed
         return {"reference": reference, "parsed": parsed, "valid": parsed is not None, "correct": parsed == reference,
-                "reason": failure or ("" if parsed is not None else "unparseable answer")}
+                "reason": failure or ("" if parsed is not None else "unparseable answer"),
+                "n_options": option_count(doc)}
     except Exception as exc:  # a malformed document is scored invalid, never fatal
         reason = scoring_failure(exc)
         logger.warning(f"doc {item}: cannot score ({reason})")
-        return {"reference": None, "parsed": None, "valid": False, "correct": False, "reason": reason}
+        return {"reference": None, "parsed": None, "valid": False, "correct": False, "reason": reason,
+                "n_options": None}
+
+
+def option_count(doc: dict[str, Any]) -> int:
+    """How many answers the item offers: its options, or yes and no. A uniform guess is right 1 / this often (the
+    chance row of the paper's tables averages it over each column's items: MedXpert-Path's five options give 20%)."""
+    return len(doc["options"]) if format_of(doc) == "mcq" else 2
 
 
 # Ready-made process_docs for data already in the task schema (as the demo and PATHBIND_DATA copies are).

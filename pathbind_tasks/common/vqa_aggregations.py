@@ -10,20 +10,21 @@ is logged by its ``acc_<condition>`` metric.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
-from functools import partial
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import partial, reduce
 from typing import Any
 
 import numpy as np
 from loguru import logger
 
+from pathbind.decoding import describe_decoding
+from pathbind.lmms.running import running_task
 from pathbind_metrics import resampling as rs
 from pathbind_metrics.vqa import accuracy, multimodal_gain
 from pathbind_tasks.common.clusters import cluster_keys
 from pathbind_tasks.common.conditions import ABLATION_CONDITIONS
 
 Records = list[Mapping]
-POINTS = (-100.0, 100.0)  # every interval here is of a percentage or a difference of two
 
 
 def _records_by_id(records: Iterable[Mapping], condition: str, dimension: str | None = None) -> dict[str, Mapping]:
@@ -35,10 +36,39 @@ def _correct_by_id(records: Iterable[Mapping], condition: str, dimension: str | 
     return {item: bool(r["correct"]) for item, r in _records_by_id(records, condition, dimension).items()}
 
 
-def _paired(records: Records, dimension: str | None = None) -> tuple[list[bool], list[bool]]:
-    image, text = _correct_by_id(records, "image", dimension), _correct_by_id(records, "text", dimension)
-    ids = sorted(image.keys() & text.keys())
-    return [image[i] for i in ids], [text[i] for i in ids]
+class _Answers:
+    """One condition's answers (the last record of each id) as arrays, read in the order the records came: Python
+    records read in another order (by sorted id) cost a cache miss each, which at 300,000 items tripled the time per
+    item; numpy then sorts and pairs the ids as blocks of memory."""
+
+    def __init__(self, records: Iterable[Mapping], condition: str, dimension: str | None = None) -> None:
+        chosen = list(_records_by_id(records, condition, dimension).values())
+        keys, self.cluster = cluster_keys(chosen)
+        self.ids = np.array([r["id"] for r in chosen], dtype=str)
+        self.keys = np.array(keys, dtype=object)  # gathered, never sorted: the records' own strings
+        self.correct = np.fromiter((bool(r["correct"]) for r in chosen), dtype=float, count=len(chosen))
+        self.valid = np.fromiter((bool(r["valid"]) for r in chosen), dtype=bool, count=len(chosen))
+        self.parsed = np.array([r.get("parsed") for r in chosen], dtype=object)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def _aligned(*answers: _Answers) -> list[np.ndarray]:
+    """Per condition, the positions of the ids answered under every one of them, in id order."""
+    common = reduce(np.intersect1d, [found.ids for found in answers])
+    positions = []
+    for found in answers:
+        order = np.argsort(found.ids, kind="stable")
+        positions.append(order[np.searchsorted(found.ids, common, sorter=order)])
+    return positions
+
+
+def _paired(records: Records, dimension: str | None = None, condition: str = "text") -> tuple[np.ndarray, np.ndarray]:
+    """Correct (1/0) with the image and under ``condition`` of the items answered under both, in id order."""
+    image, other = _Answers(records, "image", dimension), _Answers(records, condition, dimension)
+    first, second = _aligned(image, other)
+    return image.correct[first], other.correct[second]
 
 
 def condition_accuracy(records: Records, condition: str = "image") -> float:
@@ -84,9 +114,7 @@ def unpaired(records: Records, condition: str) -> str:
 
 def accuracy_drop(records: Records, condition: str) -> float:
     """Points lost from the original image to ``condition``, over items answered under both."""
-    image, other = _correct_by_id(records, "image"), _correct_by_id(records, condition)
-    ids = sorted(image.keys() & other.keys())
-    return multimodal_gain([image[i] for i in ids], [other[i] for i in ids])
+    return multimodal_gain(*_paired(records, condition=condition))
 
 
 def mg(records: Records) -> float:
@@ -131,27 +159,27 @@ def ci95(records: Records) -> dict[str, Any]:
 
 def _intervals(records: Records, dimension: str | None = None) -> dict[str, Any]:
     """A task's condition set holds text (full), ablations, or the image alone: the intervals of what it ran."""
-    image, text = _records_by_id(records, "image", dimension), _records_by_id(records, "text", dimension)
-    if text:
-        return {"acc_image": _interval(image, text, rs.mean_of(0, 2, 100.0), proportion=100.0),
-                "acc_text": _interval(image, text, rs.mean_of(1, 2, 100.0), proportion=100.0),
-                "mg": _interval(image, text, rs.difference_of_means(0, 1, 2, 100.0))}
-    intervals = {"acc_image": _interval(image, image, rs.mean_of(0, 2, 100.0), proportion=100.0)}
+    image, text = _Answers(records, "image", dimension), _Answers(records, "text", dimension)
+    if len(text):
+        return _paired_intervals(image, text, {"acc_image": "with", "acc_text": "without", "mg": "difference"})
+    intervals = _paired_intervals(image, image, {"acc_image": "with"})
     for condition in ABLATION_CONDITIONS:
-        ablated = _records_by_id(records, condition, dimension)
-        if ablated:
-            intervals[f"drop_{condition}"] = _interval(image, ablated, rs.difference_of_means(0, 1, 2, 100.0))
+        ablated = _Answers(records, condition, dimension)
+        if len(ablated):
+            intervals |= _paired_intervals(image, ablated, {f"drop_{condition}": "difference"})
     return intervals
 
 
-def _interval(image: dict[str, Mapping], other: dict[str, Mapping], statistic: rs.Statistic,
-              proportion: float | None = None) -> dict[str, Any]:
-    """``statistic`` (a percentage where ``proportion`` is 100) over the columns (correct with the image, correct
-    under the other condition, 1) of the items answered under both, over their clusters."""
-    ids = sorted(image.keys() & other.keys())
-    keys, cluster = cluster_keys([image[i] for i in ids])
-    columns = [[float(image[i]["correct"]), float(other[i]["correct"]), 1.0] for i in ids]
-    return rs.cluster_interval(statistic, columns, keys, cluster=cluster, proportion=proportion, bounds=POINTS)
+def _paired_intervals(image: _Answers, other: _Answers, measures: dict[str, str]) -> dict[str, Any]:
+    """Over the items answered under both conditions, by their clusters, the interval of each of ``measures``: the
+    accuracy (%) ``with`` the image or ``without`` it (under the other condition), or the ``difference`` between
+    the two (points)."""
+    first, second = _aligned(image, other)
+    keys, correct = image.keys[first], {"with": image.correct[first], "without": other.correct[second]}
+    return {name: rs.difference_interval(correct["with"] - correct["without"], keys, cluster=image.cluster,
+                                         scale=100.0) if kind == "difference" else
+            rs.mean_interval(correct[kind], keys, cluster=image.cluster, scale=100.0, proportion=100.0)
+            for name, kind in measures.items()}
 
 
 REPLACEMENTS = ("blank", "swap_same", "swap_cross")  # the real image replaced by a blank or another item's image
@@ -176,79 +204,83 @@ def reliance(records: Records) -> dict[str, Any]:
     answer, a refusal, unparseable text) is a change. Items without a valid answer with the real image have nothing
     to compare and are left out, counted in ``invalid_left_out``.
     """
-    image = _records_by_id(records, "image")
-    replaced = {c: _records_by_id(records, c) for c in ("text", *REPLACEMENTS)}
-    replaced = {c: found for c, found in replaced.items() if found}
+    image = _Answers(records, "image")
+    replaced = {c: found for c in ("text", *REPLACEMENTS) if len(found := _Answers(records, c))}
     measures: dict[str, Any] = {}
     swaps = [c for c in SWAPS if c in replaced]
     if swaps:
-        measures["vrs"] = {c: _estimate(image, [replaced[c]], _vrs_columns, proportion=None) for c in swaps}
+        measures["vrs"] = {c: _estimate(image, [replaced[c]], _vrs, difference=True) for c in swaps}
     if replaced:
-        measures["image_sensitivity"] = {c: _estimate(image, [found], _changed_columns)
+        measures["image_sensitivity"] = {c: _estimate(image, [found], _unchanged, changed=True)
                                          for c, found in replaced.items()}
     images = [replaced[c] for c in REPLACEMENTS if c in replaced]
     if images:
         measures["invariant"] = {"conditions": [c for c in REPLACEMENTS if c in replaced],
-                                 **_estimate(image, images, _unchanged_columns)}
+                                 **_estimate(image, images, _unchanged)}
     return measures
 
 
-def _estimate(image: dict[str, Mapping], others: list[dict[str, Mapping]],
-              columns_of: Callable[[Mapping, list[Mapping]], list[float] | None],
-              proportion: float | None = 100.0) -> dict[str, Any]:
-    """The value and interval of ``mean(column 0)`` (percent) over the items answered under every condition, with
-    the columns ``columns_of(image record, other records)`` gives (None: an item left out for an invalid answer)."""
-    ids = sorted(set(image).intersection(*others))
-    rows = {i: columns_of(image[i], [other[i] for other in others]) for i in ids}
-    kept = [i for i in ids if rows[i] is not None]
-    columns = [row for row in (rows[i] for i in kept) if row is not None]
-    return {**_percentage(columns, [image[i] for i in kept], proportion), "invalid_left_out": len(ids) - len(kept)}
+Comparison = Callable[[_Answers, np.ndarray, list[tuple[_Answers, np.ndarray]]], np.ndarray]
 
 
-def _percentage(columns: list[list[float]], records: list[Mapping], proportion: float | None = 100.0) -> dict[str, Any]:
-    """``{"value", "ci95"}`` of the percentage mean of column 0 over the items of ``records``, by cluster (a
-    proportion's interval where ``proportion`` is 100; None for a difference such as VRS)."""
-    keys, cluster = cluster_keys(records)
-    statistic = rs.mean_of(0, 1, 100.0)
-    value = float(statistic(np.asarray(columns).sum(axis=0))) if columns else math.nan
-    return {"value": value, "ci95": rs.cluster_interval(statistic, columns, keys, cluster=cluster,
-                                                        proportion=proportion, bounds=POINTS)}
+def _estimate(image: _Answers, others: list[_Answers], compare: Comparison, *, difference: bool = False,
+              changed: bool = False) -> dict[str, Any]:
+    """The value and interval of the mean (percent) of ``compare(image, its positions, [(other, its positions)])``
+    over the items answered under every condition; for a proportion (not ``difference``) over those with a valid
+    answer with the image, the others counted in ``invalid_left_out``. ``changed``: 1 − the comparison."""
+    first, *rest = _aligned(image, *others)
+    values = compare(image, first, list(zip(others, rest, strict=True)))
+    kept = np.ones(first.size, dtype=bool) if difference else image.valid[first]
+    values = 1.0 - values if changed else values
+    return {**_percentage(values[kept], image.keys[first][kept], image.cluster, difference=difference),
+            "invalid_left_out": int(first.size - kept.sum())}
 
 
-def _vrs_columns(image: Mapping, others: list[Mapping]) -> list[float]:
-    return [float(image["correct"]) - float(others[0]["correct"]), 1.0]
+def _percentage(values: np.ndarray, keys: Sequence[str], cluster: str, difference: bool = False) -> dict[str, Any]:
+    """``{"value", "ci95"}`` of the mean of per-item ``values`` in percent over items of cluster ``keys``: a
+    proportion's interval, or with ``difference`` (values in [−1, 1], such as VRS) a difference's."""
+    interval = (rs.difference_interval(values, keys, cluster=cluster, scale=100.0) if difference
+                else rs.mean_interval(values, keys, cluster=cluster, scale=100.0, proportion=100.0))
+    return {"value": 100.0 * float(values.mean()) if values.size else math.nan, "ci95": interval}
 
 
-def _same_answer(image: Mapping, other: Mapping) -> bool:
-    return bool(other["valid"]) and other["parsed"] == image["parsed"]
+def _vrs(image: _Answers, first: np.ndarray, others: list[tuple[_Answers, np.ndarray]]) -> np.ndarray:
+    (other, positions), = others
+    return image.correct[first] - other.correct[positions]
 
 
-def _changed_columns(image: Mapping, others: list[Mapping]) -> list[float] | None:
-    return [float(not _same_answer(image, others[0])), 1.0] if image["valid"] else None
-
-
-def _unchanged_columns(image: Mapping, others: list[Mapping]) -> list[float] | None:
-    return [float(all(_same_answer(image, other) for other in others)), 1.0] if image["valid"] else None
+def _unchanged(image: _Answers, first: np.ndarray, others: list[tuple[_Answers, np.ndarray]]) -> np.ndarray:
+    """1 where every other condition got the same valid answer as the image, else 0 (an invalid answer there is a
+    change)."""
+    same = np.ones(first.size, dtype=bool)
+    for other, positions in others:
+        same &= other.valid[positions] & (other.parsed[positions] == image.parsed[first])
+    return same.astype(float)
 
 
 def repeats(records: Records) -> dict[str, Any]:
-    """Under lmms-eval's ``--repeats N`` (with sampled decoding): per condition, the percentage of items whose N
-    answers are one and the same valid answer (with its 95% cluster interval), and each headline (accuracy per
-    condition, mg, each drop) computed from each of the N answers, with its mean, standard deviation and range.
-    Items stay paired by id and clustered as in a plain run; the other metrics score the first answer. ``{"n": 1}``
-    for a run without repeats."""
+    """Under lmms-eval's ``--repeats N``: per condition, the percentage of items whose N answers are one and the
+    same valid answer (with its 95% cluster interval), and each headline (accuracy per condition, mg, each drop)
+    computed from each of the N answers, with its mean, standard deviation and range. Items stay paired by id and
+    clustered as in a plain run; the other metrics score the first answer. ``decoding`` says how the N answers
+    were asked for (:func:`pathbind.decoding.describe_decoding`): sampled answers agree as far as the model is sure;
+    greedy ones differ only where the model or its server is not deterministic. ``{"n": 1}`` for a run without
+    repeats."""
     repeated = [r for r in records if r.get("repeats")]
     if not repeated:
         return {"n": 1}
+    task = running_task()
     n = min(len(r["repeats"]) for r in repeated)
     by_repeat = [[{**r, **r["repeats"][k]} if r.get("repeats") else r for r in records] for k in range(n)]
     conditions = sorted({str(r["condition"]) for r in records})
     agreement = {}
     for condition in conditions:
         answered = [r for _, r in sorted(_records_by_id(records, condition).items())]
-        agreement[condition] = _percentage([[float(_all_agree(r, n)), 1.0] for r in answered], answered)
+        keys, cluster = cluster_keys(answered)
+        agreement[condition] = _percentage(np.array([float(_all_agree(r, n)) for r in answered]), keys, cluster)
     spread = {name: _spread([headline(run) for run in by_repeat]) for name, headline in _headlines(conditions).items()}
-    return {"n": n, "agreement": agreement, "spread": spread}
+    return {"n": n, "decoding": describe_decoding(task.generation if task else None), "agreement": agreement,
+            "spread": spread}
 
 
 def _all_agree(record: Mapping, n: int) -> bool:

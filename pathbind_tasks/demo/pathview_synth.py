@@ -333,9 +333,10 @@ def _features(columns: list[str]) -> Any:
 
 
 RELEASE_LAYOUT = "pathview/{task}.parquet"  # the release's own layout, read by the pathview_* tasks
-# In pathbind_tasks/demo/data/: a synthetic release, read by the pathview_demo_* variants (pathbind_tasks.plugin).
+# In pathbind_tasks/demo/data/: a synthetic release, read by the pathbind_pathview_demo_* task variants
+# (pathbind_tasks.plugin).
 PACKAGED_LAYOUT = RELEASE_LAYOUT
-DATA_DIR_LAYOUT = "pathview_demo_{task}/test.parquet"  # for PATHBIND_DATA: one folder per demo task
+DATA_DIR_LAYOUT = "pathbind_pathview_demo_{task}/test.parquet"  # for PATHBIND_DATA: one folder per demo task
 
 
 def write_pathview_data(out_dir: str | Path, n_per_task: int = 8, seed: int = 0,

@@ -1,7 +1,8 @@
 """MedXpertQA MM as published (hub ``MM/test.jsonl`` + ``images.zip``), restricted to pathology images.
 
 A row is ``{"id": "MM-26", "question": "... Answer Choices: (A) ... (E) ...", "options": {"A": ..., "E": ...},
-"label": "C", "images": ["MM-26-a.jpeg"], "medical_task", "body_system", "question_type"}``. The release has
+"label": "C", "images": ["MM-26-a.jpeg"], "medical_task", "body_system", "question_type"}``; the images are in
+``images/`` (``images.zip`` unpacked) or in ``images.zip`` left packed. The release has
 no image-type field, so the pathology subset is chosen by what the question says about its image
 (:data:`PATHOLOGY`), or by an explicit id list (:data:`ID_LIST`) where one is supplied.
 """
@@ -11,21 +12,22 @@ from __future__ import annotations
 import io
 import re
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import datasets
 from PIL import Image
 
+from pathbind.faults import Fault
 from pathbind.layout import Layout
 from pathbind_tasks.common.accounting import drop
+from pathbind_tasks.common.image_paths import ImageFolder
 from pathbind_tasks.common.images import image_problem, max_pixels, rgb_image
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     BadField,
     id_list,
-    image_file,
     image_root,
+    images_in,
     letter_answer,
     require,
     rows_to_docs,
@@ -41,8 +43,10 @@ DATA_NAME = "medxpert_path"  # $PATHBIND_DATA/medxpert_path/ holds test.jsonl an
 HUB_CACHE = "medxpertqa"  # the YAMLs' dataset_kwargs.cache_dir: where lmms-eval unzips images.zip
 COLUMNS = ("id", "question", "options", "label", "images")
 FEATURES = with_doc_error(MCQ_FEATURES)
-# MM/test.jsonl and the contents of images.zip; pathology_ids.txt is optional.
-LAYOUT = Layout(data=("test.jsonl",), images=("images/",), readme="pathbind_tasks/medxpert_path/README.md")
+ARCHIVE = "images.zip"
+IMAGE_FOLDERS = ("images", "")
+# MM/test.jsonl and images.zip, unpacked or not; pathology_ids.txt is optional.
+LAYOUT = Layout(data=("test.jsonl",), images=("images/", ARCHIVE), readme="pathbind_tasks/medxpert_path/README.md")
 ID_LIST = "pathology_ids.txt"  # optional, beside the data: one MedXpertQA id per line replaces the rule below
 # The question names a microscopic / histological image; matched on the stem (answer choices removed).
 PATHOLOGY = re.compile(
@@ -74,50 +78,51 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     drop(f"not listed in {ID_LIST}" if wanted is not None else "not a pathology question",
          len(dataset) - len(selected), selection=True)
     root = image_root(DATA_NAME, dataset=DATASET, cache_dir=HUB_CACHE)
+    images = ImageFolder(images_in(root, ARCHIVE, IMAGE_FOLDERS), IMAGE_FOLDERS)
     ids = unique_ids([str(row["id"]) for row in selected], dataset=DATASET)
-    rows = [_row(doc_id, row, root) for doc_id, row in zip(ids, selected, strict=True)]
+    rows = [_row(doc_id, row, images) for doc_id, row in zip(ids, selected, strict=True)]
     return rows_to_docs(rows, FEATURES, dataset=f"{DATASET} pathology")
 
 
-def _row(doc_id: str, row: dict[str, Any], root: Path) -> dict[str, Any]:
+def _row(doc_id: str, row: dict[str, Any], images: ImageFolder) -> dict[str, Any]:
     choices = row["options"] if isinstance(row["options"], dict) else {}
     letters = sorted(key for key, value in choices.items() if value is not None)
     label = letter_answer(row["label"], 26)
     letter = chr(ord("A") + letters.index(label)) if label in letters else None
     names = row["images"] if isinstance(row["images"], list) else []
-    files = [image_file(name, root, ("images", ""), field="images") for name in names]
-    image, image_error = _image([path for path, _ in files if path])
+    files = [images.image(name, "images") for name in names]
+    image, image_error = _image([encoded for encoded, _ in files if encoded])
     return {"id": doc_id, "image": image, "question": stem(text_or_empty(row["question"])),
             "options": [text_or_empty(choices[key]) for key in letters],
             "answer": letter or text_or_empty(row["label"]), "dimension": None, "source": DATASET,
-            "doc_error": _problem(row, choices) or next((p for _, p in files if p), "") or image_error}
+            "doc_error": _problem(row, choices) or next((f for _, f in files if f), None) or image_error}
 
 
-def _problem(row: dict[str, Any], choices: dict[str, Any]) -> str:
+def _problem(row: dict[str, Any], choices: dict[str, Any]) -> Fault | None:
     """The first field of the wrong type: question, label, options (a mapping of letters to texts), images."""
     if not isinstance(row["options"], dict):
-        return str(BadField("options", "is not a mapping of option letters to texts", row["options"]))
+        return BadField("options", "is not a mapping of option letters to texts", row["options"]).fault
     if not isinstance(row["images"], list) or not all(isinstance(name, str) for name in row["images"]):
-        return str(BadField("images", "is not a list of image file names", row["images"]))
+        return BadField("images", "is not a list of image file names", row["images"]).fault
     bad = next((value for value in choices.values() if value is not None and not isinstance(value, str)), None)
     if bad is not None:
-        return str(BadField("options", f"has a {type(bad).__name__}, not text", bad))
+        return BadField("options", f"has a {type(bad).__name__}, not text", bad).fault
     return text_problem(row, ("question", "label"))
 
 
-def _image(paths: list[str]) -> tuple[str | dict[str, Any] | None, str]:
-    """``(image, problem)``: one image file (checked with every other item's image), or several pasted side by side
+def _image(encoded: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, Fault | None]:
+    """``(image, fault)``: one image (checked with every other item's image), or several pasted side by side
     (the schema holds one image per item), each read by the image rules of a single image (:mod:`images`: 16-bit
-    depth, EXIF orientation, no truncated file); the first that fails them is the item's problem, naming which."""
-    if len(paths) <= 1:
-        return (paths[0] if paths else None), ""
+    depth, EXIF orientation, no truncated file); the first that fails them is the item's fault, naming which."""
+    if len(encoded) <= 1:
+        return (encoded[0] if encoded else None), None
     limit = max_pixels()
-    for k, path in enumerate(paths, 1):
-        problem = image_problem({"bytes": None, "path": path}, limit)
-        if problem:  # "<reason> (<detail>)": which image goes into the detail, so the reason stays one count
-            which = f"image {k} of {len(paths)}"
-            return None, problem.replace(" (", f" ({which}: ", 1) if " (" in problem else f"{problem} ({which})"
-    return {"bytes": montage([rgb_image(path) for path in paths]), "path": None}, ""
+    for k, image in enumerate(encoded, 1):
+        fault = image_problem(image, limit)
+        if fault:  # which image goes into the detail, so the reason stays one count
+            which = f"image {k} of {len(encoded)}"
+            return None, Fault(fault.reason, f"{which}: {fault.detail}" if fault.detail else which)
+    return {"bytes": montage([rgb_image(image) for image in encoded]), "path": None}, None
 
 
 def montage(images: Sequence[Image.Image], *, height: int = 768, gap: int = 16) -> bytes:

@@ -14,12 +14,13 @@ from typing import Any
 
 import datasets
 
+from pathbind.faults import Fault
 from pathbind.layout import Layout
 from pathbind_tasks.common.accounting import drop
+from pathbind_tasks.common.image_paths import ImageFolder
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     id_list,
-    image_file,
     image_root,
     require,
     rows_to_docs,
@@ -62,33 +63,34 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
         selected = [row for row in dataset if not has_modality or modality(row) == MICROSCOPY]
     drop(f"not listed in {ID_LIST}" if wanted is not None else f"modality is not {MICROSCOPY}",
          len(dataset) - len(selected), selection=True)
-    root = image_root(DATA_NAME, dataset=DATASET)
+    images = ImageFolder(image_root(DATA_NAME, dataset=DATASET), IMAGE_FOLDERS)
     ids = unique_ids([str(row["question_id"]) for row in selected], dataset=DATASET)
-    rows = [_row(doc_id, row, root) for doc_id, row in zip(ids, selected, strict=True)]
+    rows = [_row(doc_id, row, images) for doc_id, row in zip(ids, selected, strict=True)]
     return rows_to_docs(rows, FEATURES, dataset=f"{DATASET} microscopy")
 
 
-def _row(doc_id: str, row: dict[str, Any], root: Path) -> dict[str, Any]:
+def _row(doc_id: str, row: dict[str, Any], images: ImageFolder) -> dict[str, Any]:
     present = [key for key in OPTION_KEYS if row.get(key) is not None]
     options = [text_or_empty(row[key]).strip() for key in present]
     letter = text_answer(row["gt_answer"], options)
-    image, path_problem = image_file(row["image_path"], root, IMAGE_FOLDERS, field="image_path")
+    image, path_problem = images.image(row["image_path"], "image_path")
     return {"id": doc_id, "image": image, "question": text_or_empty(row["question"]).strip(), "options": options,
             "answer": letter or text_or_empty(row["gt_answer"]), "dimension": None,
             "source": f"{DATASET}/{row['dataset']}" if isinstance(row.get("dataset"), str) else DATASET,
             "doc_error": text_problem(row, ("question", "gt_answer", *present)) or path_problem
-            or undistributed(row["image_path"], root)}
+            or undistributed(row["image_path"], images.root)}
 
 
-def undistributed(image: Any, root: Path) -> str:
-    """Why an image cannot be there ("" when it may): its dataset's folder ``Images/<dataset>/`` is absent, as for
+def undistributed(image: Any, root: Path | None) -> Fault | None:
+    """Why an image cannot be there (None when it may): its dataset's folder ``Images/<dataset>/`` is absent, as for
     every Restricted-access dataset, whose QA records OmniMedVQA ships without their images."""
     parts = PurePosixPath(image).parts if isinstance(image, str) else ()
-    if len(parts) < 3 or parts[0] != "Images" or any((root / sub / parts[0] / parts[1]).is_dir()
-                                                     for sub in IMAGE_FOLDERS):
-        return ""
-    return (f"image folder of its dataset is absent ({parts[0]}/{parts[1]}/ in {root}; OmniMedVQA distributes no "
-            f"images of its Restricted-access datasets: write only QA_information/Open-access into test.json)")
+    if root is None or len(parts) < 3 or parts[0] != "Images" or any((root / sub / parts[0] / parts[1]).is_dir()
+                                                                      for sub in IMAGE_FOLDERS):
+        return None
+    return Fault("image folder of its dataset is absent",
+                 f"{parts[0]}/{parts[1]}/ in {root}; OmniMedVQA distributes no images of its Restricted-access "
+                 f"datasets: write only QA_information/Open-access into test.json")
 
 
 full, image_only, ablation = condition_sets(convert)

@@ -1,4 +1,9 @@
-"""Path-VQA as published on the hub (``image, question, answer``): its yes/no questions in the task schema."""
+"""Path-VQA as published on the hub (``image, question, answer``): its yes/no questions in the task schema.
+
+``image`` holds the images (the hub's parquet), or file names in the data folder (a ``test.json`` of paths), each
+read by the image-path rule (:mod:`pathbind_tasks.common.image_paths`): a name resolves in the data folder, never
+in the working folder, and one that leaves it is never read.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,11 @@ import datasets
 
 from pathbind.layout import Layout
 from pathbind_tasks.common.accounting import drop
+from pathbind_tasks.common.image_paths import task_images
 from pathbind_tasks.common.raw import (
     YES_NO_FEATURES,
-    embedded_docs,
     require,
+    schema_docs,
     text_or_empty,
     text_problem,
     with_doc_error,
@@ -22,7 +28,7 @@ from pathbind_tasks.common.vqa import condition_sets, vqa_docs
 DATASET = "Path-VQA"
 COLUMNS = ("image", "question", "answer")
 FEATURES = with_doc_error(YES_NO_FEATURES)
-# The test split as one parquet file (images embedded), or a save_to_disk copy.
+# The test split as one parquet file (images embedded) or a JSON/CSV file of file names, or a save_to_disk copy.
 LAYOUT = Layout(data=("test.parquet",), readme="pathbind_tasks/path_vqa/README.md")
 
 
@@ -40,7 +46,7 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
         "id": [f"{prefix}{i}" for i in keep], "question": [text_or_empty(rows[i]["question"]) for i in keep],
         "answer": [answers[i] or "" for i in keep], "dimension": [None] * len(keep),
         "source": [DATASET] * len(keep), "doc_error": [problems[i] for i in keep]}
-    return embedded_docs(dataset, keep, columns, FEATURES)
+    return schema_docs(dataset, keep, columns, FEATURES, task_images())
 
 
 full, image_only, ablation = condition_sets(convert)

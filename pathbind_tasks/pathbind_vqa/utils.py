@@ -1,6 +1,7 @@
 """The PathBind release's local format: ``id, image, question, options, answer, dimension, source``.
 
-``image`` is an image column (embedded bytes) or a file path relative to the data folder; ``options`` the
+``image`` is an image column (embedded bytes) or a file path relative to the data folder (or its ``images/``),
+read by the image-path rule (:mod:`pathbind_tasks.common.image_paths`); ``options`` the
 option texts in letter order; ``answer`` the correct letter; ``dimension`` D1-D6 (VQA) or D1-D5 (PTA).
 """
 
@@ -11,18 +12,17 @@ from typing import Any
 
 import datasets
 
+from pathbind.faults import Fault
 from pathbind.layout import Layout
+from pathbind_tasks.common.image_paths import ImageFolder, data_folder, embedded
 from pathbind_tasks.common.raw import (
     MCQ_FEATURES,
     BadField,
-    embedded_docs,
-    embedded_images,
-    image_file,
     image_root,
     letter_answer,
     optional_text,
     require,
-    rows_to_docs,
+    schema_docs,
     text_or_empty,
     text_problem,
     unique_ids,
@@ -31,6 +31,7 @@ from pathbind_tasks.common.raw import (
 from pathbind_tasks.common.vqa import condition_sets, options_problem, vqa_docs
 
 COLUMNS = ("id", "image", "question", "options", "answer", "dimension", "source")
+IMAGE_FOLDERS = ("", "images")  # where a file name resolves: the data folder, then its images/
 FEATURES = with_doc_error(MCQ_FEATURES)
 # Both sets (pathbind_vqa/, pathbind_pta/): one parquet file; images embedded, or file names the image check
 # follows item by item.
@@ -56,13 +57,9 @@ def make_converter(data_name: str, label: str) -> Callable[[datasets.Dataset], d
         return _docs(dataset, columns)
 
     def _docs(dataset: datasets.Dataset, columns: dict[str, list[Any]]) -> datasets.Dataset:
-        if embedded_images(dataset.features["image"]):
-            return embedded_docs(dataset, range(len(dataset)), columns, FEATURES)
-        root = image_root(data_name, dataset=label)
-        files = [image_file(name, root, ("", "images")) for name in dataset["image"]]
-        rows = [dict(zip(columns, values, strict=True)) for values in zip(*columns.values(), strict=True)]
-        return rows_to_docs([{**row, "image": image, "doc_error": row["doc_error"] or problem}
-                             for row, (image, problem) in zip(rows, files, strict=True)], FEATURES, dataset=label)
+        # Embedded images need no folder; file names (and a struct's path) resolve in the data folder.
+        root = data_folder() if embedded(dataset.features["image"]) else image_root(data_name, dataset=label)
+        return schema_docs(dataset, range(len(dataset)), columns, FEATURES, ImageFolder(root, IMAGE_FOLDERS))
 
     return convert
 
@@ -75,19 +72,19 @@ def _option_texts(options: Any) -> list[str]:
     return [text_or_empty(option) for option in options]
 
 
-def _problem(row: dict[str, Any]) -> str:
+def _problem(row: dict[str, Any]) -> Fault | None:
     """The first field of the wrong type: question, answer, options (a list of texts), dimension, source."""
     options = row["options"]
     if options is not None and not isinstance(options, list | tuple):
         return options_problem(options)
     bad = next((o for o in options or [] if o is not None and not isinstance(o, str)), None)
     if bad is not None:
-        return str(BadField("options", f"has a {type(bad).__name__}, not text", bad))
+        return BadField("options", f"has a {type(bad).__name__}, not text", bad).fault
     try:
         optional_text(row["dimension"], "dimension")
         optional_text(row["source"], "source")
     except BadField as exc:
-        return str(exc)
+        return exc.fault
     return text_problem(row, ("question", "answer"))
 
 

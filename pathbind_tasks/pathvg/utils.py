@@ -21,11 +21,13 @@ import datasets
 from loguru import logger
 
 from pathbind.data import override_dir
+from pathbind.faults import Fault
 from pathbind.layout import Layout
-from pathbind_tasks.common.accounting import close, counting, read_rows, without_faults
+from pathbind_tasks.common.accounting import FAULT, close, counting, faults_column, read_rows, without_faults
 from pathbind_tasks.common.box_rows import bbox, pixels, require_rows
 from pathbind_tasks.common.grounding import process_docs
-from pathbind_tasks.common.raw import BadField, image_file, image_root, require, text_field, unique_ids, unpacked
+from pathbind_tasks.common.image_paths import ImageFolder
+from pathbind_tasks.common.raw import BadField, image_root, require, shown_text, unique_ids, unpacked
 
 DATA_NAME = "pathvg"  # $PATHBIND_DATA/pathvg/ holds the release files
 RECORD_FIELDS = ("image", "bbox", "bbox_id", "height", "width", "expression")
@@ -41,12 +43,14 @@ PAPER_COUNTS = {"testA": 1342, "testB": 1706}  # expressions per test split (Pat
 FEATURES = datasets.Features({"id": datasets.Value("string"), "image": datasets.Image(),
                               "expression": datasets.Value("string"), "bbox": datasets.List(datasets.Value("float64")),
                               "width": datasets.Value("float64"), "height": datasets.Value("float64"),
-                              "split": datasets.Value("string"), "doc_error": datasets.Value("string")})
+                              "split": datasets.Value("string"), "doc_error": FAULT})
+JUDGED_FEATURES = datasets.Features({name: FEATURES[name] for name in JUDGED})
 
 
 def expressions(records: list[dict[str, Any]], split: str) -> list[dict[str, Any]]:
     """One item per expression of each record: the record's fields, ``expression`` one text, ``id``
-    ``<split>-<bbox_id>-<k>`` and ``doc_error`` (why it cannot be evaluated, "" when it can). A record whose
+    ``<split>-<bbox_id>-<k>`` and ``doc_error`` (the fault that keeps it from being evaluated, None when it has
+    none). A record whose
     ``expression`` is an empty list, or of another type, is one item with that problem."""
     items: list[dict[str, Any]] = []
     for record in records:
@@ -69,16 +73,16 @@ def unbracketed(expression: Any) -> Any:
     return expression
 
 
-def expression_problem(value: Any, expression: Any) -> str:
-    """Why one expression of a record cannot be asked ("" when it can)."""
+def expression_problem(value: Any, expression: Any) -> Fault | None:
+    """Why one expression of a record cannot be asked (None when it can): not text, empty, or holding markup."""
     if isinstance(value, list) and not value:
-        return str(BadField("expression", "is an empty list", value))
+        return BadField("expression", "is an empty list", value).fault
     try:
-        if not text_field(expression, "expression").strip():
+        if not shown_text(expression, "expression").strip():
             raise BadField("expression", "is empty", expression)
     except BadField as exc:
-        return str(exc)
-    return ""
+        return exc.fault
+    return None
 
 
 def pathvg_docs(split: str, *, expressions_only: bool = False) -> Callable[[datasets.Dataset], datasets.Dataset]:
@@ -94,22 +98,25 @@ def pathvg_docs(split: str, *, expressions_only: bool = False) -> Callable[[data
             read_rows(len(items))  # the task's rows are the expressions, not the records
             _check_count(len(items), split)
             if expressions_only:
-                docs = datasets.Dataset.from_dict({name: [item[name] for item in items] for name in JUDGED})
+                columns = {name: [item[name] for item in items] for name in JUDGED}
+                columns["doc_error"] = faults_column(columns["doc_error"])
+                docs = datasets.Dataset.from_dict(columns, features=JUDGED_FEATURES)
                 return close(ledger, without_faults(docs, label))
-            return process_docs(without_faults(_grounding_docs(items), label))
+            images = ImageFolder(image_folder())
+            return process_docs(without_faults(_grounding_docs(items, images), label), images=images)
 
     return convert
 
 
-def _grounding_docs(items: list[dict[str, Any]]) -> datasets.Dataset:
+def _grounding_docs(items: list[dict[str, Any]], images: ImageFolder) -> datasets.Dataset:
     """The items' documents, ``image`` the record's file under the images' folder (a missing one is dropped by the
     image check, naming it; one outside the folder is never read, its item dropped)."""
-    root = image_folder()
-    files = [image_file(item.get("image"), root) for item in items]
-    items = [_typed({**item, "doc_error": item["doc_error"] or problem}) for item, (_, problem) in
+    files = [images.image(item.get("image")) for item in items]
+    items = [_typed({**item, "doc_error": item["doc_error"] or fault}) for item, (_, fault) in
              zip(items, files, strict=True)]
-    columns = {name: [item[name] for item in items] for name in FEATURES if name != "image"}
-    columns["image"] = [{"path": path, "bytes": None} if path else None for path, _ in files]
+    columns = {name: [item[name] for item in items] for name in FEATURES if name not in ("image", "doc_error")}
+    columns["doc_error"] = faults_column([item["doc_error"] for item in items])
+    columns["image"] = [image for image, _ in files]
     return datasets.Dataset.from_dict(columns, features=FEATURES)
 
 
@@ -121,7 +128,7 @@ def _typed(item: dict[str, Any]) -> dict[str, Any]:
         pixels(item.get("width"), "width")
         pixels(item.get("height"), "height")
     except BadField as exc:
-        return {**item, "doc_error": item["doc_error"] or str(exc), "bbox": None, "width": None, "height": None}
+        return {**item, "doc_error": item["doc_error"] or exc.fault, "bbox": None, "width": None, "height": None}
     return item
 
 

@@ -24,29 +24,31 @@ from pathbind.layout import Layout
 from pathbind_conventions import REFUSAL_FORM
 from pathbind_metrics.pathview import box_problem
 from pathbind_tasks.common import box_rows
+from pathbind_tasks.common.accounting import FAULT
 from pathbind_tasks.common.conditions import IMAGE_ONLY, with_conditions
+from pathbind_tasks.common.image_paths import ImageFolder, confine, data_folder, embedded
 from pathbind_tasks.common.pathview_vocabulary import matcher
 from pathbind_tasks.common.raw import (
     BadField,
-    embedded_docs,
-    embedded_images,
-    image_file,
+    DataFault,
     image_root,
     require,
-    rows_to_docs,
+    schema_docs,
+    shown_text,
     text_field,
     unique_ids,
 )
 
 DATA_NAME = "pathview"
 LABEL = "PathView-Bench"
-# One file per task, named after the task without "pathview_"; images embedded, or file names the image check
+# One file per task, named after the task without "pathbind_pathview_"; images embedded, or file names the image check
 # follows item by item.
 LAYOUT = Layout(data=("region_dlo.parquet", "region_ocl.parquet", "region_ocn.parquet", "region_ogd.parquet",
                       "region_rcl.parquet", "region_rds.parquet", "region_spr.parquet", "region_trap.parquet",
                       "slide_are.parquet", "slide_dlo.parquet", "slide_lgd.parquet", "slide_ocl.parquet",
                       "slide_org.parquet", "slide_trap.parquet"),
                 readme="pathbind_tasks/pathview/README.md")
+IMAGE_FOLDERS = ("", "images")  # where a file name resolves: the data folder, then its images/
 TEXT = datasets.Value("string")
 FEATURES = datasets.Features({
     "id": TEXT, "image": datasets.Image(), "question": TEXT, "answer_format": TEXT, "trap": datasets.Value("bool"),
@@ -54,7 +56,7 @@ FEATURES = datasets.Features({
     "boxes": datasets.List(datasets.List(datasets.Value("float64"))),
     "query_box": datasets.List(datasets.Value("float64")), "count": datasets.Value("int64"),
     "entities": datasets.List(TEXT), "width": datasets.Value("int32"), "height": datasets.Value("int32"),
-    "source": TEXT, "doc_error": TEXT, "box_frame": TEXT,
+    "source": TEXT, "slide_id": TEXT, "doc_error": FAULT, "box_frame": TEXT,
 })
 
 
@@ -86,10 +88,6 @@ KINDS = {
 _Bad = BadField  # one field of one row is unusable
 
 
-class _Mismatch(ValueError):
-    """The stated width and height are not the image's: the frame of the item's boxes is ambiguous."""
-
-
 def _size(row: dict[str, Any], required: bool) -> tuple[int, int] | None:
     values = row.get("width"), row.get("height")
     if values == (None, None) and not required:
@@ -113,7 +111,7 @@ def _boxes(value: Any, field: str, size: tuple[int, int] | None) -> list[list[fl
 
 def _options(row: dict[str, Any]) -> list[str]:
     raw = row.get("options")
-    options = [text_field(option, "options").strip() for option in raw] if isinstance(raw, list) else []
+    options = [shown_text(option, "options").strip() for option in raw] if isinstance(raw, list) else []
     if len(options) < 2 or not all(options):
         raise _Bad("options", "is not a list of at least two non-empty options", raw)
     return options
@@ -148,8 +146,9 @@ def _fields(row: dict[str, Any], kind: Kind, image_size: tuple[int, int] | None)
     """The document fields of one row, raising ``_Bad`` for the first unusable one; boxes need ``image_size``
     (None: unknown, the image check reports why) to be the stated size."""
     size = _size(row, required="width" in kind.columns)
-    if kind.has_boxes and size is not None and box_rows.size_problem(size, image_size):
-        raise _Mismatch(box_rows.size_problem(size, image_size))
+    mismatch = box_rows.size_problem(size, image_size) if kind.has_boxes and size is not None else None
+    if mismatch:  # the stated width and height are not the image's: the frame of the item's boxes is ambiguous
+        raise DataFault(mismatch)
     fields: dict[str, Any] = dict(zip(("width", "height"), size or (None, None), strict=True))
     if kind.answer_format == "choice":
         fields["options"] = _options(row)
@@ -177,15 +176,17 @@ def _document(row: dict[str, Any], kind: Kind, frame: str | None, image_size: tu
         "question": "", "answer_format": kind.answer_format, "trap": kind.trap,
         "answer": "", "options": [], "target": None if row.get("target") is None else str(row["target"]),
         "boxes": [], "query_box": [], "count": None, "entities": [], "width": None, "height": None,
-        "source": None if row.get("source") is None else str(row["source"]), "doc_error": "", "box_frame": frame,
+        "source": None if row.get("source") is None else str(row["source"]),
+        "slide_id": None if row.get("slide_id") is None else str(row["slide_id"]), "doc_error": None,
+        "box_frame": frame,
     }
     try:
-        doc["question"] = text_field(row.get("question"), "question")
+        doc["question"] = shown_text(row.get("question"), "question")
         if not doc["question"].strip():
             raise _Bad("question", "is empty", doc["question"])
         doc.update(_fields(row, kind, image_size))
-    except (BadField, _Mismatch) as exc:
-        doc["doc_error"] = str(exc)
+    except DataFault as exc:
+        doc["doc_error"] = exc.fault
     return doc
 
 
@@ -197,32 +198,23 @@ def converter(kind_name: str, frame: str = "pixel") -> Callable[[datasets.Datase
     def convert(dataset: datasets.Dataset) -> datasets.Dataset:
         require(dataset.column_names, ("id", "image", "question", *kind.columns), dataset=LABEL, folder="pathview")
         box_rows.require_rows(dataset, LABEL)
-        embedded = embedded_images(dataset.features["image"])
-        root = None if embedded else image_root(DATA_NAME, dataset=LABEL)
-        files = None if root is None else [image_file(name, root, ("", "images")) for name in dataset["image"]]
-        images = None if files is None else [path for path, _ in files]
+        root = data_folder() if embedded(dataset.features["image"]) else image_root(DATA_NAME, dataset=LABEL)
+        images = ImageFolder(root, IMAGE_FOLDERS)
         rows = dataset.remove_columns("image").to_list()
-        docs = _documents(dataset, rows, kind, box_frame, images)
-        for doc, (_, problem) in zip(docs, files or [], strict=False):
-            doc["doc_error"] = doc["doc_error"] or problem
+        docs = _documents(confine(dataset.select_columns(["image"]), images)[0], rows, kind, box_frame)
         columns = {"id": unique_ids([str(row["id"]) for row in rows], dataset=LABEL),
                    **{name: [doc[name] for doc in docs] for name in FEATURES if name not in ("id", "image")}}
-        if images is None:
-            return embedded_docs(dataset, range(len(dataset)), columns, FEATURES)
-        return rows_to_docs([{"image": image, **{name: values[i] for name, values in columns.items()}}
-                             for i, image in enumerate(images)], FEATURES, dataset=LABEL)
+        return schema_docs(dataset, range(len(dataset)), columns, FEATURES, images)
 
     return convert
 
 
-def _documents(dataset: datasets.Dataset, rows: list[dict[str, Any]], kind: Kind, frame: str | None,
-               paths: list[str | None] | None) -> list[dict[str, Any]]:
-    """Each row's document; boxes are checked against the image's size, read from its header (embedded, or the
-    file at ``paths``) without decoding it; a malformed row keeps its problem in ``doc_error``."""
-    if not kind.has_boxes:
-        sizes: list[tuple[int, int] | None] = [None] * len(rows)
-    else:
-        sizes = box_rows.image_sizes(dataset if paths is None else datasets.Dataset.from_dict({"image": paths}))
+def _documents(images: datasets.Dataset, rows: list[dict[str, Any]], kind: Kind, frame: str | None
+               ) -> list[dict[str, Any]]:
+    """Each row's document; boxes are checked against the image's size, read from its header (``images``: the
+    rows' images as the image-path rule resolved them) without decoding it; a malformed row keeps its fault in
+    ``doc_error``."""
+    sizes = box_rows.image_sizes(images) if kind.has_boxes else [None] * len(rows)
     return [_document(row, kind, frame, size) for row, size in zip(rows, sizes, strict=True)]
 
 

@@ -17,21 +17,20 @@ import datasets
 from loguru import logger
 
 from pathbind.data import override_dir
+from pathbind.faults import Fault
 from pathbind.layout import Layout
-from pathbind_tasks.common.accounting import drop, fault_reason
+from pathbind_tasks.common.accounting import drop
+from pathbind_tasks.common.image_paths import ImageFolder, data_folder, embedded
 from pathbind_tasks.common.raw import (
     YES_NO_FEATURES,
     BadField,
-    embedded_docs,
-    embedded_images,
-    image_file,
     image_root,
+    images_in,
     require,
-    rows_to_docs,
+    schema_docs,
     text_or_empty,
     text_problem,
     unique_ids,
-    unpacked,
     with_doc_error,
     yes_no,
 )
@@ -57,12 +56,12 @@ def closed_label(answer: Any, yes_no_answer: Any = None, *, has_label_field: boo
     return yes_no(yes_no_answer) if has_label_field else yes_no(answer)
 
 
-def label_problem(value: Any) -> tuple[str, str]:
-    """Why a closed item's ``yes_no_answer`` is no label, and the value to show: an invalid value ("maybe") is
-    named as such; a missing one (or no such field) is UNLABELLED."""
+def label_problem(value: Any) -> Fault:
+    """Why a closed item's ``yes_no_answer`` is no label: an invalid value ("maybe") is named as such, shown; a
+    missing one (or no such field) is UNLABELLED."""
     if isinstance(value, str) and value.strip():
-        return fault_reason(str(BadField("yes_no_answer", "is not yes or no", value))), value
-    return UNLABELLED, ""
+        return BadField("yes_no_answer", "is not yes or no", detail=f"{value!r:.80}").fault
+    return Fault(UNLABELLED)
 
 
 def convert(dataset: datasets.Dataset) -> datasets.Dataset:
@@ -77,8 +76,9 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
               for i in closed}
     keep = [i for i in closed if labels[i]]
     for i in (i for i in closed if not labels[i]):
-        reason, value = label_problem(rows[i].get("yes_no_answer") if has_label_field else None)
-        drop(reason, example=f"'quilt_vqa-{rows[i].get('id', i)}'" + (f": {value!r:.80}" if value else ""))
+        fault = label_problem(rows[i].get("yes_no_answer") if has_label_field else None)
+        item = f"'quilt_vqa-{rows[i].get('id', i)}'"
+        drop(fault.reason, example=f"{item}: {fault.detail}" if fault.detail else item)
     if len(keep) < len(closed):
         logger.warning(f"{DATASET}: {len(closed) - len(keep)} of {len(closed)} closed-ended items have no yes/no label "
                        f"and are dropped ({'yes_no_answer' if has_label_field else 'the answer'} is not yes or no)")
@@ -86,15 +86,10 @@ def convert(dataset: datasets.Dataset) -> datasets.Dataset:
     columns: dict[str, list[Any]] = {"id": ids, "question": [text_or_empty(rows[i]["question"]) for i in keep],
                "answer": [labels[i] for i in keep], "dimension": [None] * len(keep), "source": [DATASET] * len(keep),
                "doc_error": [text_problem(rows[i], ("question",)) for i in keep]}
-    if embedded_images(dataset.features["image"]):
-        return embedded_docs(dataset, keep, columns, FEATURES)
-    root = image_folder()
-    names = dataset["image"]
-    files = [image_file(names[i], root, IMAGE_FOLDERS) for i in keep]
-    columns["doc_error"] = [problem or path_problem for problem, (_, path_problem) in
-                            zip(columns["doc_error"], files, strict=True)]
-    docs = [{"image": files[n][0], **{name: values[n] for name, values in columns.items()}} for n in range(len(keep))]
-    return rows_to_docs(docs, FEATURES, dataset=DATASET)
+    if not keep:
+        raise ValueError(f"{DATASET}: no items left after selection; check the raw data against the task README")
+    root = data_folder() if embedded(dataset.features["image"]) else image_folder()
+    return schema_docs(dataset, keep, columns, FEATURES, ImageFolder(root, IMAGE_FOLDERS))
 
 
 def image_folder() -> Path:
@@ -103,9 +98,7 @@ def image_folder() -> Path:
     root = override_dir(DATA_NAME)
     if root is None:
         return image_root(DATA_NAME, dataset=DATASET, cache_dir=HUB_CACHE)
-    if any((root / folder).is_dir() for folder in IMAGE_FOLDERS if folder) or not (root / ARCHIVE).is_file():
-        return root  # a missing image is then dropped by the image check, naming the file
-    return unpacked(root / ARCHIVE)
+    return images_in(root, ARCHIVE, IMAGE_FOLDERS)  # a missing image is dropped by the image check, naming the file
 
 
 full, image_only, ablation = condition_sets(convert)

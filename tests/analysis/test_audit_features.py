@@ -360,9 +360,10 @@ def sited_noise(seed: int, sizes: list[int]) -> pd.DataFrame:
 
 def test_the_auroc_interval_on_noise_covers_chance_at_the_nominal_rate(tmp_path, capsys):
     """Noise, labels permuted (the control), 40 seeds: the 95% interval holds 0.5 in at least 90% of the seeds
-    that have one (it resamples patients within sites); a seed whose small site holds out too few patients
-    refuses its interval rather than give a narrow one."""
-    covered = defined = 0
+    that have one (it resamples patients within sites), and says it is wide on 4 held-out patients; a seed whose
+    small site holds out too few patients refuses its interval rather than give a narrow one; the permutation test
+    of the same AUROC beside it rejects at most at its level."""
+    covered = defined = rejected = 0
     for seed in range(40):
         sited_noise(seed, [60, 28]).to_parquet(tmp_path / "noise.parquet")
         status = main(["audit-features", str(tmp_path / "noise.parquet"), "--json", str(tmp_path / "r.json"),
@@ -371,12 +372,15 @@ def test_the_auroc_interval_on_noise_covers_chance_at_the_nominal_rate(tmp_path,
         report = json.loads((tmp_path / "r.json").read_text())
         assert status == 0
         low, high = report["tss_auroc_macro_ci95"]
+        rejected += report["tss"]["auroc_permutation_p"] <= 0.05
         if low is None:
             assert "held-out patients" in report["tss"]["interval_undefined"]
             continue
         defined += 1
         covered += low <= 0.5 <= high
+        assert report["tss"]["interval_note"].startswith("wide: its t has 3 degrees of freedom (4 held-out patients")
     assert defined >= 30 and covered >= 0.9 * defined, (covered, defined)
+    assert rejected <= 5  # the permutation test beside it: at most its 5% (binomial SE at 40 seeds: 0.034)
 
 
 def test_a_site_with_too_few_held_out_patients_refuses_the_interval(tmp_path, capsys):
@@ -391,6 +395,7 @@ def test_a_site_with_too_few_held_out_patients_refuses_the_interval(tmp_path, ca
         assert report["tss"]["interval_undefined"].startswith("1 site(s) with fewer than 4 held-out patients (e.g. "
                                                               "B1: 1)")
         assert "TSS AUROC interval refused: 1 site(s)" in out
+        assert 0 < report["tss"]["auroc_permutation_p"] <= 1 and "refused (see below); permutation p = " in out
 
 
 def test_one_crowded_site_is_sampled_without_listing_its_pairs(tmp_path, capsys):
@@ -426,3 +431,29 @@ def test_nothing_measured_is_exit_1_and_bad_outputs_fail_before_reading(tmp_path
                             f"--out {tmp_path / 'file' / 'o'}: {tmp_path / 'file'} is a file, not a folder")):
         status = main(["audit-features", str(tmp_path / "missing.parquet"), *extra])
         assert (status, capsys.readouterr().err) == (1, f"pathbind audit-features: error: {message}\n")
+
+
+def test_the_auroc_permutation_p_counts_scikit_learns_auroc_over_permuted_patients():
+    """The permutation test's ranks-once AUROCs are scikit-learn's macro AUROC of each permutation of the held-out
+    patients' sites (ties in the scores included), and p counts those at least the observed one."""
+    from pathbind_analysis.audit.features.probes import PERMUTATION_STREAM, auroc_permutation_p
+
+    rng = np.random.default_rng(3)
+    patients = np.repeat(np.arange(24), 2).astype(str)  # two slides a patient
+    sites = np.repeat(rng.permutation(np.repeat(["A", "B", "C"], 8)), 2)
+    scores = rng.dirichlet(np.ones(3), 48) + 0.2 * (sites[:, None] == np.array(["A", "B", "C"]))
+    scores /= scores.sum(axis=1, keepdims=True)  # probabilities, as the probe gives
+    scores[:6] = scores[0]  # tied scores
+    classes = np.array(["A", "B", "C"])
+    draws = np.random.default_rng((5, PERMUTATION_STREAM))
+    names, slide_patient = np.unique(patients, return_inverse=True)
+    patient_site = np.empty(len(names), dtype=sites.dtype)
+    patient_site[slide_patient] = sites
+
+    def auroc(labels: np.ndarray) -> float:
+        return roc_auc_score(labels, scores, multi_class="ovr", average="macro", labels=classes)
+
+    observed = auroc(sites)
+    permuted = [auroc(draws.permutation(patient_site)[slide_patient]) for _ in range(200)]
+    expected = (sum(value >= observed - 1e-12 for value in permuted) + 1) / 201
+    assert auroc_permutation_p(sites, scores, classes, patients, 5, 200) == pytest.approx(expected)

@@ -84,3 +84,39 @@ def test_what_cannot_be_paired_is_said(tmp_path, logged_warnings):
     warned = "\n".join(logged_warnings)
     assert f"task {YESNO}: {_log(other, YESNO)} ran on different data (rows test: 25 vs 24" in warned
     assert "and this run evaluated different items (3 vs 2: 1 only in" in warned
+
+
+def test_a_baseline_that_cannot_be_read_stops_the_run_before_the_model_loads(tmp_path):
+    """A pattern that matched no file, as the shell passes it on: exit 1, the last line saying what was given and
+    what a sample log is, before the model loads (a checkpoint that does not exist is never reached)."""
+    given = str(tmp_path / "out" / "*_samples_pathbind_demo_yesno.jsonl")
+    done = run([str(BIN / "lmms_eval"), "--model", "pathbind_hf", "--model_args", f"pretrained={tmp_path / 'none'}",
+                "--tasks", YESNO, "--output_path", str(tmp_path / "run"), "--baseline", given], cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == (
+        f"lmms_eval: error: BaselineError: --baseline {given}: no such file (a shell pattern that matches no file is "
+        "passed on as written); give the sample log of an earlier run written with --log_samples: "
+        "<output_path>/<date>_samples_<task>.jsonl for a model without pretrained=, "
+        "<output_path>/<checkpoint>/<date>_samples_<task>.jsonl with it")
+
+
+def test_what_a_baseline_that_cannot_be_read_is_told(tmp_path):
+    """A folder (its logs listed), a file that is not a sample log, an empty one; a log, lmms-eval's presets and hub
+    addresses pass (lmms-eval reads those itself)."""
+    from pathbind.lmms.baseline import BaselineError, require_readable_baseline
+
+    for accepted in (None, "", str(_log(OLD / "pathbind_control", YESNO)), "qwen25vl", "qwen25vl:mmbench",
+                     "hf://org/runs/log.jsonl"):
+        require_readable_baseline(accepted)
+    (tmp_path / "empty.jsonl").write_text("\n")
+    (tmp_path / "results.json").write_text('{\n  "results": {}\n}\n')
+    told = {}
+    for given in (OLD / "pathbind_control", tmp_path / "empty.jsonl", tmp_path / "results.json", tmp_path / "no.jsonl"):
+        with pytest.raises(BaselineError) as error:
+            require_readable_baseline(str(given))
+        told[given.name] = str(error.value)
+    assert told["pathbind_control"].startswith(f"--baseline {OLD / 'pathbind_control'}: a folder, not a sample log "
+                                               f"(sample logs below it: {OLD / 'pathbind_control'}/")
+    assert told["empty.jsonl"].startswith(f"--baseline {tmp_path / 'empty.jsonl'}: is empty, so it is not a sample log")
+    assert told["results.json"].startswith(f"--baseline {tmp_path / 'results.json'}:1: not valid JSON")
+    assert told["no.jsonl"].startswith(f"--baseline {tmp_path / 'no.jsonl'}: no such file; give the sample log")

@@ -51,7 +51,7 @@ def report(tmp_path_factory):
     done = audit(root, "--train", "A=corpus_a.txt", "--train", "B=corpus_b.csv", "--train", "C=corpus_c.json",
                  "--train", "C=corpus_c.jsonl", "--test", "bench=bench.tsv:slide", "--test", "vqa=vqa_samples.jsonl",
                  "--test", "bcnb=bcnb.csv", "--samples", "vqa_samples.jsonl", "--by", "category",
-                 "--n-resamples", "500", "--out", "out", "--json", "report.json")
+                 "--out", "out", "--json", "report.json")
     assert done.returncode == 0, done.stderr
     return {"root": root, "out": root / "out", "json": json.loads((root / "report.json").read_text()),
             "stdout": done.stdout, "stderr": done.stderr}
@@ -159,7 +159,7 @@ def test_samples_are_stratified_by_leak_status_in_table_2_form(report):
     assert (micro["patient-leaked"]["n"], micro["clean"]["n"], micro["clean"]["mean"]) == (3, 1, 1.0)
     table = (report["out"] / "stratified.md").read_text()
     assert "## exact_match against training inventory A" in table
-    assert "| all | 100.0% [n/a] (n=6, 1 cases) | 50.0%" in table and "+75.0 [n/a]" in table
+    assert "| all | 100.0% [n/a] (n=6, 1 cases) | 50.0%" in table and "+75.0 [n/a] |" in table
     assert [row[p]["clusters"] for p in ("patient-leaked", "site-leaked", "clean")] == [1, 1, 1]
     assert "1 of 13 samples without a TCGA barcode in doc field 'slide_id'" in table
 
@@ -193,3 +193,106 @@ def test_an_unknown_metric_lists_the_log_s_metrics(tmp_path):
                  "--samples", "vqa_samples.jsonl", "--metric", "acc")
     assert done.returncode == 1
     assert "no per-sample metric 'acc'; metrics in the log: exact_match, correct" in done.stderr
+
+
+def test_a_stratum_too_small_for_its_interval_is_flagged_in_the_table():
+    """Two clean cases at 50% each: the table prints a wide interval, not [50.0, 50.0], marks it (!) and says
+    why under the table."""
+    from pathbind_analysis.audit.leakage.report import stratified_markdown
+    from pathbind_metrics.leakage import stratified_metric
+
+    cases = ["TCGA-AA-0001"] * 2 + ["TCGA-AA-0002"] * 2 + [f"TCGA-BB-{k:04d}" for k in range(40)]
+    values = [1.0, 0.0, 1.0, 0.0] + [1.0, 0.0] * 20
+    table = stratified_metric(values, ["clean"] * 4 + ["patient-leaked"] * 40, clusters=cases, proportion=1.0)
+    text = stratified_markdown([{"train": "A", "metric": "correct", "subset": "all", **table}], {"correct"}, [])
+    row = next(line for line in text.splitlines() if line.startswith("| all |"))
+    assert "[50.0, 50.0]" not in row and "(n=4, 2 cases) (!)" in row and "(n=40, 40 cases) |" in row
+    assert "- (!) all, clean: only 2 case clusters (< 20); so its t has 1.0 degrees of freedom" in text
+
+
+def test_a_site_split_keeps_every_site_in_one_fold_and_places_no_unknown_id(tmp_path):
+    """--site-split alone: every TCGA entry of the inventory gets the fold of its site, siblings and re-spellings
+    of one slide together; ids without a barcode are in no fold, each with the reason; folds balance by slides."""
+    write_inventories(tmp_path)
+    done = audit(tmp_path, "--site-split", "A=corpus_a.txt", "--site-folds", "2", "--out", "split")
+    assert done.returncode == 0, done.stderr
+    with (tmp_path / "split" / "site_split_A.csv").open() as handle:
+        rows = list(csv.DictReader(handle))
+    assert len(rows) == 7
+    folds = {}
+    for row in rows:
+        if row["tss"]:
+            assert folds.setdefault(row["tss"], row["fold"]) == row["fold"]  # one fold per site
+        else:
+            assert row["fold"] == "" and row["reason"].startswith("no TCGA barcode")
+    assert folds == {"AA": "0", "BB": "1"}
+    summary = json.loads((tmp_path / "split" / "leakage.json").read_text())["site_split"]
+    assert [(f["sites"], f["cases"], f["slides"]) for f in summary["per_fold"]] == [(["AA"], 2, 3), (["BB"], 1, 1)]
+    assert summary["no_site"] == 2 and "site split of A: 2 site-disjoint folds" in done.stdout
+
+
+def test_a_site_split_asks_for_no_more_folds_than_sites(tmp_path):
+    """Three folds of two sites cannot be site-disjoint: one line naming the sites; neither task given is one too."""
+    write_inventories(tmp_path)
+    done = audit(tmp_path, "--site-split", "A=corpus_a.txt", "--site-folds", "3", "--out", "split")
+    assert done.returncode == 1 and "3 folds of 2 sites: each fold needs a site of its own" in done.stderr
+    done = audit(tmp_path, "--out", "nothing")
+    assert done.returncode == 1 and "give --train and --test inventories" in done.stderr
+
+
+def test_the_report_flags_strata_too_small_for_their_interval(report, tmp_path):
+    """The stratified table in the report: the audit's table (a one-case stratum n/a), and a stratum of two cases
+    marked (!) with a power note naming it and its reason."""
+    from pathbind_analysis.report import build_report
+    from pathbind_analysis.report.leakage import stratified_blocks
+    from pathbind_metrics.leakage import stratified_metric
+
+    run_dir = write_run(tmp_path / "run")
+    build_report([run_dir], tmp_path / "out", overlays=0, audits=[report["root"] / "report.json"])
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert "**exact_match by leak status against A (report.json; 95% intervals resample cases)**" in markdown
+    assert "[n/a]" in markdown
+    cases = ["TCGA-AA-0001"] * 2 + ["TCGA-AA-0002"] * 2 + [f"TCGA-BB-{k:04d}" for k in range(40)]
+    values = [1.0, 0.0, 1.0, 0.0] + [1.0, 0.0] * 20
+    table = stratified_metric(values, ["clean"] * 4 + ["patient-leaked"] * 40, clusters=cases, proportion=1.0)
+    blocks = stratified_blocks({"rows": [{"train": "A", "metric": "correct", "subset": "all", **table}],
+                                "binary_metrics": ["correct"]}, tmp_path / "leakage.json")
+    row = blocks[0].rows[0]
+    assert row[3].text.endswith("(n=4, 2 cases) (!)") and "[50.0, 50.0]" not in row[3].text
+    assert blocks[1].text.startswith("Power: correct against A: all, clean: only 2 case clusters")
+
+
+def test_published_accuracy_sits_beside_the_audited_overlap_in_the_papers_colours(tmp_path):
+    """Table 1 of the leakage audit: ρ above 80% red, 20-80% orange, 0 white; an accuracy's footnote mark kept; a
+    training corpus the audit has not seen gives – and a note naming it."""
+    from pathbind_analysis.report import build_report
+
+    (tmp_path / "train.txt").write_text("TCGA-AA-0001\nTCGA-BB-0002\n")
+    (tmp_path / "seen.txt").write_text("TCGA-AA-0001\nTCGA-BB-0002\n")
+    (tmp_path / "unseen.txt").write_text("TCGA-CC-0003\n")
+    (tmp_path / "sites.txt").write_text("TCGA-AA-0009\nTCGA-DD-0004\n")
+    done = audit(tmp_path, "--train", "corpus=train.txt", "--test", "seen=seen.txt", "--test", "unseen=unseen.txt",
+                 "--test", "sites=sites.txt", "--out", "audit")
+    assert done.returncode == 0, done.stderr
+    published = tmp_path / "published.csv"
+    published.write_text("model,venue,training,benchmark,accuracy,note\n"
+                         "WSI-LLaVA,arXiv '24,corpus,seen,82.5,⋄\nWSI-LLaVA,arXiv '24,corpus,sites,54.6,\n"
+                         "WSI-LLaVA,arXiv '24,corpus,unseen,40.0,\nQuilt-LLaVA,CVPR '24,Quilt-1M,seen,40.2,\n")
+    run_dir = write_run(tmp_path / "run")
+    build_report([run_dir], tmp_path / "out", overlays=0, audits=[tmp_path / "audit"], published=[published])
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert ("| Model | Venue | Training data | Acc. seen | Acc. sites | Acc. unseen | ρ_case seen | ρ_case sites | "
+            "ρ_case unseen | ρ_TSS seen | ρ_TSS sites | ρ_TSS unseen |") in markdown
+    assert ("| WSI-LLaVA | arXiv '24 | corpus | 82.5 ⋄ | 54.6 | 40.0 | 🟥 100.0 | ⬜ 0.0 | ⬜ 0.0 | 🟥 100.0 | "
+            "🟧 50.0 | ⬜ 0.0 |") in markdown
+    assert "| Quilt-LLaVA | CVPR '24 | Quilt-1M | 40.2 | – | – | – | – | – | – | – | – |" in markdown
+    assert "no audited overlap for Quilt-1M × seen" in markdown
+    assert "td class='leak_high'" in (tmp_path / "out" / "index.html").read_text()
+
+
+def write_run(folder):
+    """A run folder with one VQA result (the report needs a run)."""
+    folder.mkdir(parents=True)
+    (folder / "20260101_000000_results.json").write_text(json.dumps(
+        {"config": {"model": "m"}, "results": {"vqa": {"acc_image,none": 80.0}}}))
+    return folder

@@ -71,7 +71,7 @@ def test_sibling_slides_without_site_signal_raise_no_site_alarm():
 
 def test_a_planted_site_signal_is_still_found():
     runs = [null_rates.audit_run(2, 0.5, seed) for seed in range(3)]
-    assert all(r["above_half"] and r["rejects"] for r in runs), runs
+    assert all(r["above_half"] and r["rejects"] and r["probe_rejects"] for r in runs), runs
 
 
 def test_the_benchmark_prints_one_json_line():
@@ -80,4 +80,5 @@ def test_the_benchmark_prints_one_json_line():
     result = json.loads(line)
     assert result["swap_own_image"] == {"20x6": 0.0, "10x10": 0.0}
     assert set(result["audit_features"]) == {"no_signal_1_slides_per_patient", "no_signal_2_slides_per_patient",
-                                             "no_signal_3_slides_per_patient", "planted_signal_2_slides_per_patient"}
+                                             "no_signal_3_slides_per_patient", "planted_signal_2_slides_per_patient",
+                                             "weak_signal_2_slides_per_patient"}

@@ -40,7 +40,30 @@ def test_vqa_table_has_the_papers_form(report):
     assert "| pathbind_blind | VLM | 20.0↑0.0 |" in markdown and "35.0↑0.0 |" in markdown  # the blind's MG is 0
     assert "|  | VLM-text | <u>20.0</u> |" in markdown
     assert "| Random Choice | - | 25.0 |" in markdown
-    assert "| pathbind_control | 100.0 | 0.0↓100.0 |" in markdown  # blank image: every point lost
+
+
+@pytest.mark.slow
+def test_ablation_table_and_blur_heat_map_separate_the_controls(report):
+    """Table A.3: the control loses its answers with the image replaced, the blind one keeps them; Figure A.1: the
+    control's accuracy falls as the blur grows, the blind one's stays put."""
+    markdown = (report / "report.md").read_text()
+    task = "pathbind_demo_vqa_ablation"
+    assert "| Model | Blank | Same subset | Cross subset | Avg. |" in markdown
+    assert "| Model | original | σ = 2 px | σ = 4 px | σ = 8 px | σ = 16 px |" in markdown
+    replaced = table_values(markdown, f"Table A.3 form: {task}, accuracy (%) with the image replaced")
+    blurred = table_values(markdown, f"Figure A.1 values: {task}, accuracy (%) under progressive Gaussian blur")
+    assert max(replaced["pathbind_control"]) <= 20 and len(set(replaced["pathbind_blind"])) == 1
+    control, blind = blurred["pathbind_control"], blurred["pathbind_blind"]
+    assert control == sorted(control, reverse=True) and control[-1] <= control[0] - 50
+    assert len(set(blind)) == 1 and blind[0] == replaced["pathbind_blind"][0]
+    assert (report / "figures" / f"blur_{task}.png").stat().st_size > 1000
+
+
+def table_values(markdown: str, title: str) -> dict[str, list[float]]:
+    """Each row's numbers of the table under the bold title, by model."""
+    lines = markdown.split(f"**{title}**", 1)[1].split("\n\n", 2)[1].splitlines()[2:]
+    return {cells[0]: [float(c) for c in cells[1:]] for cells in
+            ([c.strip() for c in line.strip("|").split("|")] for line in lines)}
 
 
 @pytest.mark.slow
@@ -50,6 +73,17 @@ def test_grounding_table_and_notes(report):
     assert re.search(r"\| pathbind_control \| \*\*79\.\d \[79\.\d, 80\.\d; 24 images\]\*\* \|", markdown)
     assert "| pathbind_blind | n/a | n/a | n/a |" in markdown
     assert "0 of 24 items scored" in markdown and "attention map is constant after smoothing (24)" in markdown
+
+
+@pytest.mark.slow
+def test_overlap_controls_section_gives_each_model_its_verdict(report):
+    """Seed 004's controls: the control's attention beats the three control boxes; the blind one's beats none."""
+    markdown = (report / "report.md").read_text()
+    assert ("pathbind_control on pathbind_demo_grounding: the true box beats all three controls (Holm p ≤ 0.05) in 1 "
+            "of 1 layer sets (no decoder layers: one map for every layer set) (mid)") in markdown
+    assert "pathbind_blind on pathbind_demo_grounding: the true box beats all three controls (Holm p ≤ 0.05) in 0 " \
+           "of 1 layer sets" in markdown
+    assert "| pathbind_control | mid | – | 40.0 |" in markdown  # a 10% mask inside a box of 25% of the image
 
 
 @pytest.mark.slow
@@ -92,26 +126,32 @@ def test_a_run_without_grounding_gives_a_note(runs, tmp_path):
 
 @pytest.mark.slow
 def test_tasks_compared_on_different_data_are_flagged(runs, tmp_path):
-    """A run whose grounding file differs by its sha256 is named in a note with the task and the file; a run with
-    no data record (an older run) is named as unchecked."""
-    changed = tmp_path / "changed"
+    """A run whose grounding file differs by its sha256 is named in a note with the task and the file; a run whose
+    results hold no record of the data (PathBind not installed, or older than the record) is named as unchecked,
+    with that cause."""
+    changed, older = tmp_path / "changed", tmp_path / "older"
     shutil.copytree(runs["pathbind_blind"], changed)
+    shutil.copytree(runs["pathbind_blind"], older)
     for file in changed.rglob("*_results.json"):
         data = json.loads(file.read_text())
         record = data["pathbind"]["data"]["pathbind_demo_grounding"]
         record["files"][0]["sha256"] = "0" * 64
         record["fingerprint"] = fingerprint(record)
-        data["pathbind"]["data"].pop("pathbind_demo_yesno")
         file.write_text(json.dumps(data))
-    build_report([runs["pathbind_control"], changed], tmp_path / "out", overlays=0)
+    for file in older.rglob("*_results.json"):
+        data = json.loads(file.read_text())
+        data["pathbind"].pop("data")
+        file.write_text(json.dumps(data))
+    build_report([runs["pathbind_control"], changed, older], tmp_path / "out", overlays=0)
     markdown = (tmp_path / "out" / "report.md").read_text()
     sha = next(iter(json.loads(f.read_text()) for f in runs["pathbind_control"].rglob("*_results.json")))[
         "pathbind"]["data"]["pathbind_demo_grounding"]["files"][0]["sha256"]
-    assert (f"> **Note.** pathbind_demo_grounding is compared on different data: pathbind_control vs pathbind_blind: "
-            f"grounding.parquet sha256: {sha[:12]} vs 000000000000. Its rows below do not compare like with like."
-            ) in markdown
-    assert ("> **Note.** No record of the data read (runs before PathBind recorded it), so not checked against the "
-            "other runs: pathbind_blind (pathbind_demo_yesno).") in markdown
+    assert (f"> **Note.** pathbind_demo_grounding is compared on different data: pathbind_control vs pathbind_blind "
+            f"(changed): grounding.parquet sha256: {sha[:12]} vs 000000000000. Its rows below do not compare like "
+            "with like.") in markdown
+    assert ("> **Note.** No record of the data read, so not checked against the other runs: pathbind_blind (older) "
+            "(pathbind_demo_faithfulness: its results file holds no PathBind record of the data: run without PathBind "
+            "installed, or from before it recorded data)") in markdown
     assert markdown.count("compared on different data") == 1
 
 
@@ -153,7 +193,7 @@ def test_faithfulness_and_pathview_sections_read_results_by_metric_name(tmp_path
     ignores = {"image": "does not use the image", "attention": "attention does not track causal importance"}
     write_results(tmp_path / "a", "model_a", {
         "pathbind_faithfulness": {"attn_occlusion_rho": 0.6, "causal_amim": 0.7, "causal_l1": 1.2, "verdict": uses},
-        "pathview_region_ogd": {"dice": 41.5, "false_refusal_rate": 2.0, "invalid_rate": 0.0}})
+        "pathbind_pathview_region_ogd": {"dice": 41.5, "false_refusal_rate": 2.0, "invalid_rate": 0.0}})
     write_results(tmp_path / "b", "model_b", {
         "pathbind_faithfulness": {"attn_occlusion_rho": math.nan, "causal_amim": math.nan, "causal_l1": 0.0,
                                   "verdict": ignores}})
@@ -163,7 +203,7 @@ def test_faithfulness_and_pathview_sections_read_results_by_metric_name(tmp_path
     assert "not placed on the plot" in markdown
     assert "model_b on pathbind_faithfulness (does not use the image" in markdown
     assert (tmp_path / "out" / "figures" / "faithfulness.png").stat().st_size > 0
-    assert "41.5" in markdown and "pathview_region_ogd" in markdown
+    assert "41.5" in markdown and "pathbind_pathview_region_ogd" in markdown
 
 
 def test_rows_accounted_for_per_run_and_task(tmp_path):
@@ -221,3 +261,42 @@ def test_a_reused_out_folder_keeps_no_old_figure(tmp_path):
     made = sorted(figures.glob("*.png"))
     assert "grounding_iou.png" not in [p.name for p in made]
     assert done.stdout.strip().endswith(f"and {len(made)} figure(s)")
+
+
+def test_the_report_says_which_results_it_took_and_what_differs_between_runs(tmp_path):
+    """A task in two results files of one folder (the latest shown, named), a task run in another version and on
+    another release, a task that failed in its run, and a --predict_only run: each a note, none silent."""
+    def results_file(folder, date: str, results: dict, *, version=1, lmms_eval="0.7.3", extra=None) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        body = {"config": {"model": folder.name}, "versions": {task: version for task in results},
+                "results": {task: {f"{name},none": value for name, value in metrics.items()}
+                            for task, metrics in results.items()},
+                "pathbind": {"software": {"lmms-eval": lmms_eval, "pathbind": "0.1.0"}, **(extra or {})}}
+        (folder / f"{date}_results.json").write_text(json.dumps(body))
+
+    results_file(tmp_path / "a", "20260101_000000", {"pathbind_demo_vqa": {"acc_image": 10.0}})
+    results_file(tmp_path / "a", "20260102_000000", {"pathbind_demo_vqa": {"acc_image": 90.0}})
+    results_file(tmp_path / "b", "20260101_000000", {"pathbind_demo_vqa": {"acc_image": 50.0},
+                                                     "faulty_key": {"answered": 25.0, "label_accuracy": math.nan}},
+                 version=2, lmms_eval="0.7.2", extra={"failed_tasks": {"faulty_key": "metric 'label_accuracy': its "
+                                                                       "aggregation raised KeyError: 'label'"}})
+    predicted = tmp_path / "c"
+    results_file(predicted, "20260101_000000", {"pathbind_demo_vqa": {"bypass": 999}})
+    saved = json.loads(next(predicted.glob("*_results.json")).read_text())
+    saved["config"]["resolved_cli_args"] = {"predict_only": True}
+    next(predicted.glob("*_results.json")).write_text(json.dumps(saved))
+
+    build_report([tmp_path / "a", tmp_path / "b", predicted], tmp_path / "out", overlays=0)
+    markdown = (tmp_path / "out" / "report.md").read_text()
+    assert (f"> **Note.** a: pathbind_demo_vqa is in 2 results files below {tmp_path / 'a'}; shown from "
+            "20260102_000000_results.json, the latest by the date lmms-eval puts in its name (not "
+            "20260101_000000_results.json). Give each run its own folder to show another.") in markdown
+    assert ("> **Note.** pathbind_demo_vqa is compared across versions of the task (a: 1, b: 2, c: 1): its rows "
+            "below may not compare like with like.") in markdown
+    assert ("> **Note.** pathbind_demo_vqa is compared across releases (a: lmms-eval 0.7.3, pathbind 0.1.0, b: "
+            "lmms-eval 0.7.2, pathbind 0.1.0, c: lmms-eval 0.7.3, pathbind 0.1.0)") in markdown
+    assert ("> **Note.** b: faulty_key failed in its run (metric 'label_accuracy': its aggregation raised KeyError: "
+            "'label'); the metrics it did compute are shown.") in markdown
+    assert ("c: pathbind_demo_vqa come from a --predict_only run: lmms-eval logged the answers and scored none"
+            in markdown)
+    assert "c: no row accounting" not in markdown

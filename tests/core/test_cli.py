@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 
@@ -21,14 +22,24 @@ def test_tasks_lists_every_plugin_task_with_plugin_family_and_data(tmp_path):
     done = pathbind(tmp_path, "tasks", "--json")
     assert done.returncode == 0, done.stderr
     rows = {row["name"]: row for row in json.loads(done.stdout)}
-    variants = [row for name, row in rows.items() if name.startswith("pathview_demo_") and row["kind"] == "task"]
+    variants = [row for name, row in rows.items()
+                if name.startswith("pathbind_pathview_demo_") and row["kind"] == "task"]
     assert len(variants) == 24 and {row["plugin"] for row in variants} == {"pathbind_tasks"}
-    assert rows["pathview_demo_slide_lgd_unit"]["data"].endswith("pathbind_tasks/demo/data/pathview/slide_lgd.parquet")
+    assert rows["pathbind_pathview_demo_slide_lgd_unit"]["data"].endswith(
+        "pathbind_tasks/demo/data/pathview/slide_lgd.parquet")
     assert rows["pathbind_demo_vqa"]["plugin"] == "pathbind_tasks"
     assert rows["pathbind_demo_vqa"]["family"] == "demo"
     assert rows["pathbind_demo_vqa"]["data"].endswith("pathbind_tasks/demo/data/vqa.parquet")
     assert rows["pathbind_demo"]["kind"] == "group"
     assert rows["example_stain_check"]["plugin"] == "example"
+
+
+def test_version_names_pathbind_and_the_lmms_eval_it_runs_with(tmp_path):
+    from importlib.metadata import version
+
+    done = pathbind(tmp_path, "--version")
+    assert done.returncode == 0
+    assert done.stdout == f"pathbind {version('pathbind')} (lmms-eval {version('lmms-eval')})\n"
 
 
 def test_models_lists_the_controls(tmp_path):
@@ -60,6 +71,30 @@ def test_doctor_passes_on_a_healthy_install(tmp_path):
     assert checks["plugin example"]["status"] == "OK"
     assert checks["data pathbind_demo_vqa"]["status"] == "OK"
     assert checks["hooked sources"]["status"] == checks["data root"]["status"] == "OK"
+    gated = {c["detail"] for name, c in checks.items() if name.startswith("data pathbind_pathview_region")}
+    root = tmp_path / "data"
+    assert gated == {f"PATHBIND_DATA: tried {root / 'pathview'}/, found no such folder (pathview is read from a local "
+                     f"copy only; {root} holds path_vqa/; where pathview is published and how to get it: "
+                     "docs/data-access.md#pathview)"}
+
+
+def test_doctor_text_groups_one_finding_about_many_tasks_and_counts_every_check():
+    """The tasks reading one gated set are one line naming how many and which; the last line counts the checks
+    by status (the JSON keeps one entry per check)."""
+    from pathbind.doctor import Check, report_lines
+
+    gated = "pathview is read from a local copy only: set PATHBIND_DATA=<root> ..."
+    checks = [Check("python", "OK", "3.11"), *(Check(f"data pathview_{t}", "WARN", gated) for t in ("a", "b", "c")),
+              Check("data pathbind_demo_vqa", "OK", "vqa.parquet"), Check("plugin x", "FAIL", "ImportError: y"),
+              Check("data pathview_d", "FAIL", gated)]
+    assert report_lines(checks) == [
+        "[  OK] python: 3.11",
+        f"[WARN] data ×3 (pathview_a, pathview_b, pathview_c): {gated}",
+        "[  OK] data pathbind_demo_vqa: vqa.parquet",
+        "[FAIL] plugin x: ImportError: y",
+        f"[FAIL] data pathview_d: {gated}",
+        "doctor: 2 OK, 3 WARN, 2 FAIL (7 checks)",
+    ]
 
 
 def test_doctor_names_a_broken_plugin_and_a_broken_yaml(tmp_path):
@@ -201,6 +236,37 @@ def test_summary_json_is_strict_and_a_file_without_a_metric_fails(tmp_path):
         empty = pathbind(tmp_path, "summary", str(tmp_path / "empty"), *extra)
         assert empty.returncode == 1 and empty.stdout == ""
         assert empty.stderr.startswith("pathbind summary: error: no metric in ") and len(empty.stderr.splitlines()) == 1
+
+
+def test_summary_names_what_its_tables_cannot_show(tmp_path):
+    """A metric whose aggregation returned None or text (named from the run's configs), a task that failed in its
+    run, and a --predict_only run (lmms-eval's placeholder 999 is no score): each a warning, none a silent gap."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "a_results.json").write_text(json.dumps({
+        "config": {"model": "m"},
+        "results": {"mine": {"acc,none": 0.5, "label,none": None, "verdict,none": "fine"},
+                    "faulty_key": {"answered,none": 25.0, "label_accuracy,none": math.nan}},
+        "configs": {"mine": {"metric_list": [{"metric": "label", "aggregation": "<function label at 0x7f>"}]}},
+        "pathbind": {"failed_tasks": {"faulty_key": "metric 'label_accuracy': its aggregation "
+                                                    "faulty_scoring.label_accuracy raised KeyError: 'label'"}}}))
+    (tmp_path / "predicted" / "m").mkdir(parents=True)
+    predicted = tmp_path / "predicted" / "m" / "b_results.json"
+    predicted.write_text(json.dumps({"config": {"model": "m", "resolved_cli_args": {"predict_only": True}},
+                                     "results": {"pathbind_demo_vqa": {"bypass,none": 999}}}))
+    done = pathbind(tmp_path, "summary", str(tmp_path / "run"), str(tmp_path / "predicted"))
+    assert done.returncode == 0 and "999" not in done.stdout and "mine" in done.stdout
+    assert done.stderr.splitlines() == [
+        "pathbind summary: warning: faulty_key failed in its run: metric 'label_accuracy': its aggregation "
+        "faulty_scoring.label_accuracy raised KeyError: 'label'",
+        "pathbind summary: warning: mine: metric 'label' is NoneType None, not a number or an object: what its "
+        "aggregation (<function label at 0x7f>) returned",
+        "pathbind summary: warning: mine: metric 'verdict' is str 'fine', not a number or an object: what its "
+        "aggregation (not named in the results file) returned",
+        f"pathbind summary: warning: {predicted}: a --predict_only run of pathbind_demo_vqa: lmms-eval logged the "
+        "answers and scored none (rerun without --predict_only to score them)"]
+    alone = pathbind(tmp_path, "summary", str(predicted))
+    assert alone.returncode == 1 and alone.stderr.startswith(f"pathbind summary: error: no metric in {predicted}")
+    assert "a --predict_only run of pathbind_demo_vqa" in alone.stderr
 
 
 def test_demo_data_on_an_unusable_out_is_one_line_not_a_traceback(tmp_path):

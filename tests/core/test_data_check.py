@@ -116,7 +116,8 @@ def test_a_missing_image_folder_is_named_and_each_item_without_its_image(tmp_pat
     (folder / "images").rmdir()
     code, out, _ = data_check(capsys, "medxpert_path", str(folder))
     assert code == 1
-    assert f"  [FAIL] missing: images/ (expected in {folder}; see pathbind_tasks/medxpert_path/README.md)" in out
+    assert (f"  [FAIL] missing: images/ or images.zip (expected in {folder}; see "
+            "pathbind_tasks/medxpert_path/README.md)") in out
     failure = next(line for line in out.splitlines() if "the task would fail" in line)
     assert failure.startswith("  [FAIL] pathbind_medxpert_path_image: the task would fail: ValueError: ")
     assert f"image file not found: 2 (first 'MM-1': {folder}/images/MM-1-a.jpeg)" in failure
@@ -183,15 +184,17 @@ def test_every_source_declares_the_layout_its_yamls_read():
 
 def test_a_pathview_demo_task_is_checked_with_the_config_lmms_eval_runs():
     """The demo's task variants are read as derived from the real tasks: each its own source (no release metadata),
-    its file the packaged one; the pathview source keeps the 24 real tasks."""
+    its file the packaged one; the pathview source keeps the 24 real tasks (and their old names, the aliases)."""
     sources = source_tasks(make_plugin_manager())
-    [(task, config)] = sources["pathview_demo_region_ocl_unit"]
-    assert task == "pathview_demo_region_ocl_unit" and config["metadata"] == {"version": 1}
+    [(task, config)] = sources["pathbind_pathview_demo_region_ocl_unit"]
+    assert task == "pathbind_pathview_demo_region_ocl_unit" and config["metadata"] == {"version": 1}
     assert config["process_docs"] == "pathbind_tasks.pathview.schema.boxed_choice_docs_unit"
     assert Path(config["dataset_kwargs"]["data_files"]["test"]).parts[-4:] == ("demo", "data", "pathview",
                                                                                "region_ocl.parquet")
-    assert sorted(task for task, _ in sources["pathview"]) == sorted(
-        task.replace("pathview_demo_", "pathview_", 1) for task in sources if task.startswith("pathview_demo_"))
+    real = sorted(task.replace("pathbind_pathview_demo_", "pathbind_pathview_", 1) for task in sources
+                  if task.startswith("pathbind_pathview_demo_"))
+    aliases = [task.removeprefix("pathbind_") for task in real]
+    assert sorted(task for task, _ in sources["pathview"]) == sorted([*real, *aliases])
 
 
 def test_doctor_turns_each_problem_into_a_failed_check(tmp_path, monkeypatch, capsys):

@@ -10,7 +10,7 @@ import textwrap
 import datasets
 import pandas as pd
 import pytest
-from conftest import BIN, lmms_eval, run
+from conftest import BIN, data_check, lmms_eval, run
 from source_data import QUILT_RECORDS, jpeg, png, write_path_vqa, write_pathmmu, write_quilt_vqa
 
 from pathbind.cli import main
@@ -23,12 +23,6 @@ TASK = "pathbind_pathmmu_test"
 def no_data_root(monkeypatch):
     """The check sets PATHBIND_DATA itself; none is inherited from the test environment."""
     monkeypatch.delenv("PATHBIND_DATA", raising=False)
-
-
-def data_check(capsys, *args: str) -> tuple[int, str]:
-    """``pathbind data check ARGS`` in this process: exit status and stdout."""
-    code = main(["data", "check", *args])
-    return code, capsys.readouterr().out
 
 
 @pytest.mark.slow

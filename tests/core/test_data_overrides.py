@@ -46,9 +46,21 @@ def test_a_gated_task_with_the_root_set_but_no_folder_lists_the_root(tmp_path, m
     """Not an override error (the doctor warns): a root may hold only the sets its user runs."""
     (tmp_path / "other").mkdir()
     monkeypatch.setenv("PATHBIND_DATA", str(tmp_path))
-    with pytest.raises(DataLocationError, match=rf"tried {tmp_path / 'setx'}/ for task 't' .* found no such folder; "
-                                                rf"{tmp_path} holds other/$"):
+    with pytest.raises(DataLocationError) as error:
         apply_data_root(GATED)
+    assert str(error.value) == (f"PATHBIND_DATA: tried {tmp_path / 'setx'}/, found no such folder (setx is read from "
+                                f"a local copy only; {tmp_path} holds other/; where setx is published and how to get "
+                                "it: its README)")
+
+
+def test_a_gated_task_without_the_root_says_what_to_set_and_where_the_data_is_published(monkeypatch):
+    """The task's metadata says where its data is published: the message names it (else the task's README)."""
+    monkeypatch.delenv("PATHBIND_DATA", raising=False)
+    published = {**CONFIG, "metadata": {"pathbind_data": "setx", "requires_pathbind_data": "docs/setx.md#access"}}
+    with pytest.raises(DataLocationError) as error:
+        apply_data_root(published)
+    assert str(error.value) == ("setx is read from a local copy only: set PATHBIND_DATA=<root> with the data in "
+                                "<root>/setx/ (where it is published and how to get it: docs/setx.md#access)")
 
 
 def test_a_public_task_without_its_folder_reads_its_yaml_location(tmp_path, monkeypatch):

@@ -6,7 +6,8 @@ An example is a fenced ``bash`` or ``python`` block. The HTML comment right abov
 (a command that installs, or needs a GPU, a server, the hub or data of your own), or
 ``<!-- run with: --limit N -->`` (each ``lmms_eval`` command of the block, ``python -m`` and ``torchrun -m`` ones
 included, runs on the first N documents). A page's examples run in order in one folder
-that holds the checkout's files, so a later example reads what an earlier one wrote.
+that holds the checkout's files, so a later example reads what an earlier one wrote. A ``text`` block marked
+``<!-- output: the last line -->`` is a ``$ command`` and the last line it prints, checked by running it.
 """
 
 from __future__ import annotations
@@ -98,6 +99,30 @@ def test_every_excerpt_outside_the_guides_is_in_the_file_it_names(page):
             assert any(source[i:i + len(quoted)] == quoted for i in range(len(source))), where(block)
 
 
+def test_each_local_only_data_set_points_at_a_section_of_the_page_that_says_how_to_get_it():
+    """A task whose data is read from a local copy only stops naming where that data is published
+    (``metadata.requires_pathbind_data``): a section of docs/data-access.md, by its heading's id."""
+    from pathbind.catalog import plugin_tasks, read_task_yaml
+    from pathbind.plugins import make_plugin_manager
+
+    own = [e for e in plugin_tasks(make_plugin_manager()) if e.plugin == "pathbind_tasks" and e.variants is None]
+    pointers = {(read_task_yaml(e.yaml_path).get("metadata") or {}).get("requires_pathbind_data") for e in own}
+    pointers.discard(None)
+    sections = set(re.findall(r"^#+ .*\{ #(\w+) \}$", (DOCS / "data-access.md").read_text(), re.M))
+    assert {"docs/data-access.md#pathbind_vqa", "docs/data-access.md#pathview"} <= pointers
+    assert {pointer.partition("#")[2] for pointer in pointers} <= sections
+    assert {pointer.partition("#")[0] for pointer in pointers} == {"docs/data-access.md"}
+
+
+def test_one_repository_address_everywhere():
+    """The package metadata, the site's repository link and every clone command name the same repository."""
+    repository = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]["Repository"]
+    site = yaml.load((ROOT / "mkdocs.yml").read_text(), Loader=yaml.BaseLoader)
+    clones = {clone for page in PAGES for clone in re.findall(r"git clone (\S+)", page_text(page))
+              if "lmms-eval" not in clone}
+    assert site["repo_url"] == repository and clones == {repository}
+
+
 def test_the_changelogs_newest_version_is_the_packages():
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     newest = re.search(r"^## \[(\d[^\]]*)\]", (ROOT / "CHANGELOG.md").read_text(), re.M)
@@ -126,6 +151,28 @@ def workspace(tmp_path: Path) -> Path:
 def limited(code: str, note: str) -> str:
     limit = re.fullmatch(r"run with: (--limit \d+)", note)
     return re.sub(r"(^|\s)lmms_eval(?=\s)", rf"\1lmms_eval {limit[1]}", code, flags=re.M) if limit else code
+
+
+def shown_last_lines(page: Path) -> list[Example]:
+    """``text`` blocks marked ``<!-- output: the last line -->``: a ``$ command`` line, then the last line it prints."""
+    return [b for b in blocks(page) if b.lang == "text" and b.note == "output: the last line"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", [p for p in PAGES if shown_last_lines(p)], ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_last_line_a_page_shows_is_the_one_the_command_prints(page, tmp_path):
+    """A command's output quoted in the docs is what it prints today (stdout and stderr in order), without
+    PATHBIND_DATA."""
+    folder = workspace(tmp_path)
+    env = {key: value for key, value in os.environ.items() if key != "PATHBIND_DATA"}
+    env.update(OFFLINE, PATH=f"{BIN}{os.pathsep}{os.environ['PATH']}")
+    for block in shown_last_lines(page):
+        command, *_, shown = block.code.splitlines()
+        assert command.startswith("$ "), f"{where(block)}: the block starts with the command, as `$ command`"
+        done = subprocess.run(["bash", "-c", command.removeprefix("$ ")], cwd=folder, env=env, text=True,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=1800)
+        printed = [line for line in done.stdout.splitlines() if line.strip()]
+        assert printed and printed[-1] == shown, f"{where(block)}: the command printed last\n{done.stdout[-3000:]}"
 
 
 @pytest.mark.slow

@@ -16,7 +16,8 @@ from pathbind.wire import (
     encode_array,
 )
 
-ATTENTION = AttentionRequest((Query("Look at the image and locate: a gland", "a gland"),), ("mid", "deep"))
+ATTENTION = AttentionRequest((Query("Look at the image and locate: a gland", "a gland", ("mid", "ninth_4")),
+                              Query("Look at the image and locate: fat", "fat")), ("mid", "deep"))
 OCCLUSION = OcclusionRequest("Is there fat in this image?", ("Yes", "No"), 0, "fat", grid=4, fill="grey")
 
 
@@ -26,6 +27,13 @@ def test_requests_round_trip_behind_a_versioned_header(request_):
     encoded = request_.encode()
     assert encoded.startswith(f"[pathbind:{'attention' if request_ is ATTENTION else 'occlusion'}/v1] ")
     assert decode_request(encoded) == request_
+
+
+def test_a_query_names_its_own_layer_sets_or_takes_the_requests():
+    """The expression's query asks for the sweep's layer sets, an alternative for the request's."""
+    decoded = decode_request(ATTENTION.encode())
+    assert isinstance(decoded, AttentionRequest)
+    assert [decoded.layers_of(query) for query in decoded.queries] == [("mid", "ninth_4"), ("mid", "deep")]
 
 
 @pytest.mark.parametrize("context", [

@@ -164,7 +164,7 @@ def test_indexing_the_plugins_logs_nothing_about_their_include_only_yamls(plugin
         index = TaskManager("DEBUG", include_defaults=False).task_index
     finally:
         logger.remove(sink)
-    assert "pathview_slide" in index  # the folder of _pathview.yaml was read
+    assert "pathbind_pathview_slide" in index  # the folder of _pathview.yaml was read
     assert not [line for line in lines if "could not be loaded as a task or group" in line], lines
 
 
@@ -296,17 +296,19 @@ def test_the_installed_plugins_have_no_task_name_conflicts(pm):
 
 
 def test_the_pathview_demo_tasks_are_variants_indexed_at_the_real_tasks_yamls(plugins_only):
-    """Each of the 24 PathView-Bench tasks has its demo variant, a task at the real task's YAML; the demo folder
-    keeps only its three groups."""
+    """Each of the 24 PathView-Bench tasks has its demo variant, a task at the real task's YAML, also under the
+    demo's old name (pathview_demo_*); the demo folder keeps only its three groups."""
     index = plugins_only.task_index
     tasks = {name: (entry["type"], entry["yaml_path"]) for name, entry in index.items()
-             if name.startswith("pathview_") and entry["type"] == "task"}
-    real = {name: found for name, found in tasks.items() if not name.startswith("pathview_demo_")}
+             if name.startswith("pathbind_pathview_") and entry["type"] == "task"}
+    real = {name: found for name, found in tasks.items() if not name.startswith("pathbind_pathview_demo_")}
     assert len(real) == 24
-    assert {name.replace("pathview_", "pathview_demo_", 1): found for name, found in real.items()} == \
-        {name: found for name, found in tasks.items() if name not in real}
-    assert sorted(p.name for p in DEMO.glob("pathview_demo*.yaml")) == [
-        "pathview_demo.yaml", "pathview_demo_per_mille.yaml", "pathview_demo_unit.yaml"]
+    for prefix in ("pathbind_pathview_demo_", "pathview_demo_"):
+        assert {name.replace("pathbind_pathview_", prefix, 1): found for name, found in real.items()} == \
+            {name: (entry["type"], entry["yaml_path"]) for name, entry in index.items()
+             if name.startswith(prefix) and entry["type"] == "task"}
+    assert sorted(p.name for p in DEMO.glob("pathbind_pathview_demo*.yaml")) == [
+        "pathbind_pathview_demo.yaml", "pathbind_pathview_demo_per_mille.yaml", "pathbind_pathview_demo_unit.yaml"]
 
 
 class MyVariants:

@@ -24,7 +24,8 @@ def test_thinking_form_adds_the_reasoning_block():
 
 def test_a_missing_variable_names_template_and_variable():
     """StrictUndefined: rendering without a needed variable fails with a message naming both."""
-    with pytest.raises(TemplateError, match=r"Template 'mcq': 'thinking' is undefined \(variables given: question\)"):
+    with pytest.raises(TemplateError, match=r"Template 'mcq': 'thinking' is undefined \(variables given: question\): "
+                                            r"pass it to render_template\('mcq', \.\.\.\) or take it out"):
         render_template("mcq", question="q")
 
 

@@ -1,4 +1,5 @@
-"""TCGA barcode parsing, case/site overlap, leak partitions and the stratified bootstrap."""
+"""TCGA barcode parsing, case/site overlap, leak partitions and the metrics by leak partition with their cluster
+intervals."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import math
 import numpy as np
 import pytest
 from scipy import stats
+from statsmodels.stats.proportion import confint_proportions_2indep
 
 from pathbind_metrics.leakage import (
     CLEAN,
@@ -93,54 +95,52 @@ def test_stratified_means_gap_and_exclusions():
     """Means per partition, gap = leaked − clean, unknown ids and NaN values excluded and counted."""
     values = [1, 1, 1, 0, 1, 0, 0, 1, 0.0, 1, math.nan]
     partitions = [PATIENT] * 4 + [SITE] * 2 + [CLEAN] * 3 + ["unknown", PATIENT]
-    table = stratified_metric(values, partitions, n_resamples=500, seed=3)
+    table = stratified_metric(values, partitions, proportion=1.0)
     assert (table[PATIENT]["n"], table[SITE]["n"], table[CLEAN]["n"], table["excluded"]["n"]) == (4, 2, 3, 2)
     assert table[PATIENT]["mean"] == 0.75 and table[CLEAN]["mean"] == pytest.approx(1 / 3)
     assert table["gap"]["mean"] == pytest.approx(0.75 - 1 / 3)
     for name in (PATIENT, SITE, CLEAN, "gap"):
-        assert table[name]["ci_low"] <= table[name]["mean"] <= table[name]["ci_high"]
-
-
-def test_bootstrap_is_deterministic_for_a_seed():
-    """The same seed gives the same intervals; another seed gives others."""
-    rng = np.random.default_rng(7)
-    values, partitions = rng.random(300), list(rng.choice([PATIENT, SITE, CLEAN], 300))
-    first = stratified_metric(values, partitions, seed=11)
-    assert stratified_metric(values, partitions, seed=11) == first
-    assert stratified_metric(values, partitions, seed=12)["gap"] != first["gap"]
+        assert table[name]["ci_low"] < table[name]["mean"] < table[name]["ci_high"]
 
 
 def test_intervals_ignore_item_order():
     """Shuffled items (another rank count gathers them in another order) give the very same table."""
     rng = np.random.default_rng(5)
     values, partitions = rng.random(200), rng.choice([PATIENT, SITE, CLEAN, "unknown"], 200)
+    cases = rng.choice([f"TCGA-AA-{k:04d}" for k in range(30)], 200)
     order = rng.permutation(200)
     assert stratified_metric(values[order], list(partitions[order])) == stratified_metric(values, list(partitions))
+    assert (stratified_metric(values[order], list(partitions[order]), clusters=list(cases[order]))
+            == stratified_metric(values, list(partitions), clusters=list(cases)))
 
 
-def test_percentile_intervals_match_scipy_bootstrap():
-    """Each partition's CI agrees with scipy.stats.bootstrap (percentile method) to Monte-Carlo precision."""
+def test_a_proportion_with_every_item_its_own_case_is_near_clopper_pearson_and_the_gap_is_newcombes():
+    """One item per case: each partition's interval is Clopper–Pearson's on n − 1 items (the jackknife's
+    variance is p(1 − p)/(n − 1)), scipy's exact binomial interval at large n; the gap's is Newcombe's MOVER of the
+    two (statsmodels' ``newcomb`` method, the same square-and-add of the Wilson intervals)."""
     rng = np.random.default_rng(0)
-    values = np.concatenate([rng.random(150) < 0.8, rng.random(120) < 0.6]).astype(float)
-    partitions = [PATIENT] * 150 + [CLEAN] * 120
-    table = stratified_metric(values, partitions, n_resamples=20000, seed=0)
-    for name, stratum in ((PATIENT, values[:150]), (CLEAN, values[150:])):
-        reference = stats.bootstrap((stratum,), np.mean, n_resamples=20000, method="percentile",
-                                    random_state=np.random.default_rng(1)).confidence_interval
-        assert table[name]["ci_low"] == pytest.approx(reference.low, abs=0.01)
-        assert table[name]["ci_high"] == pytest.approx(reference.high, abs=0.01)
+    values = np.concatenate([rng.random(400) < 0.8, rng.random(300) < 0.6]).astype(float)
+    table = stratified_metric(values, [PATIENT] * 400 + [CLEAN] * 300, proportion=1.0)
+    for name, stratum in ((PATIENT, values[:400]), (CLEAN, values[400:])):
+        reference = stats.binomtest(int(stratum.sum()), stratum.size).proportion_ci(method="exact")
+        assert (table[name]["ci_low"], table[name]["ci_high"]) == pytest.approx((reference.low, reference.high),
+                                                                                abs=0.003)
+    counts = (int(values[:400].sum()), 400, int(values[400:].sum()), 300)
+    low, high = confint_proportions_2indep(*counts, method="newcomb", compare="diff")
+    assert (table["gap"]["ci_low"], table["gap"]["ci_high"]) == pytest.approx((low, high), abs=0.004)
 
 
-def test_gap_interval_matches_a_hand_rolled_stratified_bootstrap():
-    """The gap CI is the percentile interval of (leaked − clean) over independent within-stratum resamples."""
-    rng = np.random.default_rng(4)
-    leaked, clean = rng.random(80), rng.random(60) * 0.8
-    table = stratified_metric(np.concatenate([leaked, clean]), [PATIENT] * 80 + [CLEAN] * 60,
-                              n_resamples=20000, seed=0)
-    draw = np.random.default_rng(9)
-    gaps = (leaked[draw.integers(0, 80, (20000, 80))].mean(1) - clean[draw.integers(0, 60, (20000, 60))].mean(1))
-    low, high = np.percentile(gaps, [2.5, 97.5])
-    assert (table["gap"]["ci_low"], table["gap"]["ci_high"]) == pytest.approx((low, high), abs=0.01)
+def test_a_stratum_of_two_cases_is_no_point_and_is_flagged():
+    """Two clean cases, each right once and wrong once: 50% of 4 answers is not [50, 50] (a percentile bootstrap's
+    interval of two equal cluster means); the interval spans what two cases allow and says why it is wide."""
+    values = [1.0, 0.0, 1.0, 0.0] + [1.0, 0.0] * 10
+    partitions = [CLEAN] * 4 + [PATIENT] * 20
+    cases = ["TCGA-AA-0001", "TCGA-AA-0001", "TCGA-AA-0002", "TCGA-AA-0002", *[f"TCGA-BB-{k:04d}" for k in range(20)]]
+    table = stratified_metric(values, partitions, clusters=cases, proportion=1.0)
+    clean = table[CLEAN]
+    assert clean["mean"] == 0.5 and clean["clusters"] == 2 and clean["ci_low"] < 0.1 and clean["ci_high"] > 0.9
+    assert "only 2 case clusters (< 20)" in clean["warning"] and "degrees of freedom" in clean["warning"]
+    assert table["gap"]["warning"].startswith("clean: only 2 case clusters") and table[PATIENT]["warning"] == ""
 
 
 def test_an_empty_partition_has_nan_mean_and_interval_and_so_does_the_gap():
@@ -164,9 +164,26 @@ def test_the_gap_resamples_cases_not_items():
     per_case = np.repeat((rng.random(60) < 0.5).astype(float), 10)
     partitions = ["patient-leaked"] * 300 + ["clean"] * 300
     cases = [f"TCGA-AA-{i // 10:04d}" for i in range(600)]
-    clustered = stratified_metric(per_case, partitions, clusters=cases, n_resamples=1000)
-    items = stratified_metric(per_case, partitions, n_resamples=1000)
+    clustered = stratified_metric(per_case, partitions, clusters=cases, proportion=1.0)
+    items = stratified_metric(per_case, partitions, proportion=1.0)
     assert clustered["clean"]["clusters"] == 30 and items["clean"]["clusters"] == 300
-    assert 6 < clustered["gap"]["design_effect"] < 14 and items["gap"]["design_effect"] == 1.0
+    assert 8 < clustered["gap"]["design_effect"] < 12 and items["gap"]["design_effect"] == pytest.approx(1.0)
     width = clustered["gap"]["ci_high"] - clustered["gap"]["ci_low"]
     assert width > 2.5 * (items["gap"]["ci_high"] - items["gap"]["ci_low"])
+
+
+def test_site_folds_are_site_disjoint_and_balanced_by_slides():
+    """Random site sizes: every site in exactly one fold, no fold empty, the folds' sizes within the largest site's
+    of each other; the same sizes give the same folds; 0 folds gives one per site."""
+    from pathbind_metrics.leakage import site_folds
+
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        sizes = {f"S{i}": int(n) for i, n in enumerate(rng.integers(1, 40, rng.integers(5, 30)))}
+        k = int(rng.integers(2, 6))
+        folds = site_folds(sizes, k)
+        assert set(folds) == set(sizes) and set(folds.values()) == set(range(k))
+        totals = [sum(n for site, n in sizes.items() if folds[site] == f) for f in range(k)]
+        assert max(totals) - min(totals) <= max(sizes.values())
+        assert folds == site_folds(dict(reversed(list(sizes.items()))), k)
+        assert sorted(site_folds(sizes).values()) == list(range(len(sizes)))

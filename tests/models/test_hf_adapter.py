@@ -215,3 +215,25 @@ def test_a_sharded_model_answers_exactly_as_the_whole_one(adapter, tmp_path):
     whole, split = (a.entity_attention(noise(), PROMPT, ENTITY, layers="all") for a in (adapter, sharded))
     for layer in whole.layers:
         assert np.abs(split.per_layer[layer] - whole.per_layer[layer]).max() <= 1e-6, layer
+
+
+def test_trust_remote_code_is_refused_before_anything_of_the_checkpoint_is_read(tmp_path, tiny_model):
+    """The refusal comes first (the folder does not even exist) and names the families and the way out; false is
+    transformers' default and accepted."""
+    with pytest.raises(ValueError, match=r"trust_remote_code=True is refused before anything loads: pathbind_hf runs "
+                                         r"the model and processor classes transformers implements itself \(qwen2_vl"):
+        HFAdapter(str(tmp_path / "not-even-there"), trust_remote_code=True)
+    assert HFAdapter(str(tiny_model("qwen2_vl")), trust_remote_code=False).family.name == "qwen2_vl"
+
+
+def test_generation_samples_exactly_when_the_temperature_is_above_zero(tiny_model):
+    """A YAML's do_sample false under --gen_kwargs temperature=0.7 samples at 0.7 with the narrowing asked for;
+    temperature 0 is greedy; do_sample without a temperature is refused in words."""
+    adapter = HFAdapter(str(tiny_model("qwen2_vl")))
+    sampled = adapter._generation_options({"temperature": 0.7, "do_sample": False, "top_k": 5})
+    assert sampled["do_sample"] is True and sampled["temperature"] == 0.7 and sampled["top_k"] == 5
+    assert sampled["top_p"] is None
+    greedy = adapter._generation_options({"temperature": 0, "do_sample": False, "top_k": 5})
+    assert greedy["do_sample"] is False and greedy["temperature"] is None and greedy["top_k"] is None
+    with pytest.raises(ValueError, match="do_sample=True with temperature 0 names no temperature to sample at"):
+        adapter._generation_options({"do_sample": True})

@@ -46,7 +46,10 @@ def test_vqa_and_grounding_run_through_lmms_eval(single):
     for sample in samples(single, "pathbind_demo_grounding"):
         response = AttentionResponse.decode(sample["filtered_resps"])
         assert response.grid == (8, 8) and len(response.maps) == 3
-        assert response.layers == {"shallow": [0, 1], "mid": [2, 3], "deep": [4, 5], "all": [0, 1, 2, 3, 4, 5]}
+        ninths = {f"ninth_{k}": [layer] for k, layer in enumerate((0, 0, 1, 2, 2, 3, 4, 4, 5), start=1)}
+        assert response.layers == {"shallow": [0, 1], "mid": [2, 3], "deep": [4, 5], "all": [0, 1, 2, 3, 4, 5],
+                                   **ninths}
+        assert list(response.maps[0]) == list(response.layers) and [list(m) for m in response.maps[1:]] == [["mid"]] * 2
         assert len(json.dumps(sample)) < 50_000
 
 

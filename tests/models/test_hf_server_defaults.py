@@ -204,7 +204,8 @@ def test_settings_record_what_the_run_used(qwen_bf16):
         "pretrained": str(qwen_bf16), "family": "qwen2_5_vl", "dtype": "bfloat16", "device": str(model.device),
         "device_map": None, "processor_options": {"max_pixels": 200704},
         "image_limits": {"size": {"longest_edge": 200704, "shortest_edge": 3136}},
-        "generation": {"decoding": "greedy unless a task asks to sample (do_sample with temperature > 0)",
+        "generation": {"decoding": "greedy unless a task's temperature is above 0: then sampled, each answer seeded "
+                                   "from lmms-eval's torch seed (--seed) and its task, document and repeat",
                        "max_new_tokens": 8, "chat_template_kwargs": {"enable_thinking": False},
                        "from_checkpoint": {"bos_token_id": 151643, "eos_token_id": QWEN_EOS,
                                            "repetition_penalty": 1.05}}}

@@ -32,7 +32,7 @@ def demo() -> dict[str, tuple[list[dict], list[str], object]]:
     entries = {e.name: e for e in plugin_tasks(make_plugin_manager())}
     tasks = {}
     for task in TASKS:
-        config = task_config(entries[f"pathview_demo_{task}"])
+        config = task_config(entries[f"pathbind_pathview_demo_{task}"])
         raw = datasets.Dataset.from_parquet(config["dataset_kwargs"]["data_files"]["test"])
         docs = list(_function(config["process_docs"])(raw))
         prompts = [doc_to_text(doc, config["lmms_eval_specific_kwargs"]["default"]) for doc in docs]
@@ -84,7 +84,7 @@ def test_positive_control_boxes_follow_the_frame_the_prompt_asks(demo):
     """The same item asked in thousandths gets other numbers, the same pixel boxes and the same Dice."""
     docs, prompts, process = demo["slide_lgd"]
     doc, prompt = docs[0], prompts[0]
-    per_mille_doc = {**doc, "box_frame": "per_mille"}  # as the task pathview_demo_slide_lgd_per_mille writes it
+    per_mille_doc = {**doc, "box_frame": "per_mille"}  # as pathbind_pathview_demo_slide_lgd_per_mille writes it
     pixel_answer = PositiveControl().generate([doc["image"]], prompt)
     per_mille_prompt = doc_to_text(per_mille_doc, {"template": "pathview_box"})
     per_mille_answer = PositiveControl().generate([doc["image"]], per_mille_prompt)

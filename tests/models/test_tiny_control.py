@@ -105,6 +105,8 @@ def test_trained_control_grounds_and_its_attention_tracks_occlusion(tiny_run):
     assert metric(run, "pathbind_demo_faithfulness", "attn_occlusion_rho") > 0.3
     verdict = metric(run, "pathbind_demo_faithfulness", "verdict")
     assert (verdict["image"], verdict["attention"]) == ("uses the image", "attention tracks causal importance")
+    mid = metric(run, "pathbind_demo_grounding", "overlap_controls")["groups"]["mid"]
+    assert all(test["delta"] > 0 and test["p_holm"] < 0.05 for test in mid["tests"].values())
 
 
 @pytest.mark.slow
@@ -112,6 +114,9 @@ def test_untrained_twin_neither_gains_nor_grounds(tiny_run):
     run = tiny_run("pathbind_tiny_untrained")
     assert abs(metric(run, "pathbind_demo_yesno", "mg")) <= 10
     assert metric(run, "pathbind_demo_grounding", "attn_iou") < 0.25
+    groups = metric(run, "pathbind_demo_grounding", "overlap_controls")["groups"]
+    assert not any(all(test["delta"] > 0 and test["p_holm"] < 0.05 for test in group["tests"].values())
+                   for group in groups.values())  # in no layer set does the true box beat every control
     verdict = metric(run, "pathbind_demo_faithfulness", "verdict")
     assert verdict["attention"] == "attention does not track causal importance"
 

@@ -205,3 +205,45 @@ def test_a_request_the_model_cannot_answer_names_its_cause_and_is_not_cached(tmp
     assert no_answer_reason(answers[1]).startswith("the model could not answer: FileNotFoundError")
     assert not answers[0].startswith(MODEL_FAILED) and cache.get_stats()["total_cached_entries"] == 2
     cache.close()
+
+
+def test_the_repeats_of_a_request_share_a_unit(tmp_path):
+    """--repeats sends one request N times in a row: the copies stay in one unit (they are numbered there for their
+    seeds), whatever the batch size."""
+    repeated = ask("What tissue is this?", 0)
+    requests = [repeated, repeated, repeated, ask("Describe the image.", 1), ask("Is this tissue?", 2)]
+    assert control(2).cache_units("generate_until", requests) == [(0, 3), (3, 5)]
+    assert control(1).cache_units("generate_until", requests) == [(0, 3), (3, 4), (4, 5)]
+
+
+@pytest.mark.slow
+def test_cached_answers_are_never_served_for_other_data(tmp_path):
+    """One image of the data changes behind the same ids and prompts: the rerun with the same --use_cache folder
+    reads no answer from it (the keys hold the data's fingerprint) and records the new data; an unchanged rerun
+    reads every answer."""
+    import datasets
+
+    data = tmp_path / "data"
+    made = subprocess.run([str(BIN / "pathbind"), "demo-data", "--out", str(data), "--n", "1", "--n-yes-no", "0",
+                           "--n-pathview", "0", "--n-grounding", "0"], capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
+    env, cache = {"PATHBIND_DATA": str(data)}, str(tmp_path / "cache")
+
+    def cached_run(name: str) -> tuple[dict, str]:
+        done = lmms_eval(tmp_path / name, "pathbind_control", "pathbind_demo_vqa", "--use_cache", cache, env=env)
+        return done, re.sub(r"\x1b\[[0-9;]*m", "", done["stdout"] + done["stderr"])
+
+    (tmp_path / "first").mkdir(), (tmp_path / "again").mkdir(), (tmp_path / "changed").mkdir()
+    first, _ = cached_run("first")
+    documents = first["results"]["n-samples"]["pathbind_demo_vqa"]["effective"]
+    _, log = cached_run("again")
+    assert f"ResponseCache: generate_until: {documents} of {documents} from the cache" in log
+    parquet = data / "pathbind_demo_vqa" / "test.parquet"
+    rows = datasets.load_dataset("parquet", data_files=str(parquet), split="train")
+    rows = rows.map(lambda row, i: {"image": row["image"].rotate(90) if i == 0 else row["image"]}, with_indices=True)
+    rows.to_parquet(str(parquet.with_suffix(".new")))
+    parquet.with_suffix(".new").replace(parquet)
+    changed, log = cached_run("changed")
+    assert f"ResponseCache: generate_until: 0 of {documents} from the cache, {documents} answered" in log
+    fingerprints = {run["results"]["pathbind"]["data"]["pathbind_demo_vqa"]["fingerprint"] for run in (first, changed)}
+    assert len(fingerprints) == 2

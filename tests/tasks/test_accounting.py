@@ -125,9 +125,9 @@ def test_drop_outside_a_task_does_nothing():
 def test_every_task_reports_its_rows_through_lmms_eval(limited_blind):
     """The accounting metric sits beside the others, counted before --limit, and names the task that cut rows."""
     result = limited_blind
-    rows = {"pathbind_demo_vqa": 60, "pathbind_demo_vqa_ablation": 60, "pathview_demo_region_ocl": 8,
+    rows = {"pathbind_demo_vqa": 60, "pathbind_demo_vqa_ablation": 60, "pathbind_pathview_demo_region_ocl": 8,
             "pathbind_demo_grounding": 24}
-    evaluated = {"pathbind_demo_vqa": 4, "pathbind_demo_vqa_ablation": 1, "pathview_demo_region_ocl": 8,
+    evaluated = {"pathbind_demo_vqa": 4, "pathbind_demo_vqa_ablation": 1, "pathbind_pathview_demo_region_ocl": 8,
                  "pathbind_demo_grounding": 8}
     for task, n in rows.items():
         figures = metric(result, task, "accounting")
@@ -135,5 +135,5 @@ def test_every_task_reports_its_rows_through_lmms_eval(limited_blind):
         assert figures["rows"] == figures["evaluated"] + sum(figures["dropped"].values())
         assert set(figures["dropped"]) <= {NOT_EVALUATED}
     log = result["stdout"] + result["stderr"]  # loguru writes to either, as lmms-eval configures it
-    assert "task pathview_demo_region_ocl: " not in log  # nothing cut, nothing to warn about
+    assert "task pathbind_pathview_demo_region_ocl: " not in log  # nothing cut, nothing to warn about
     assert "task pathbind_demo_vqa: 56 of 60 rows were not evaluated" in log

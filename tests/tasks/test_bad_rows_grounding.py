@@ -16,6 +16,7 @@ import pytest
 from conftest import BIN, lmms_eval, metric, run
 from PIL import Image
 
+from pathbind.faults import Fault
 from pathbind.lmms.running import running_task as running_task_now
 from pathbind.wire import AttentionResponse
 from pathbind_tasks.common import box_rows, faithfulness, grounding
@@ -119,7 +120,7 @@ def test_bad_fields_and_a_size_that_is_not_the_images_are_data_faults_not_lost_i
 ])
 def test_each_unusable_field_is_named(field, value, reason):
     row = {"expression": "gland", "bbox": [0, 0, 8, 8], "width": 64, "height": 32, field: value}
-    assert box_rows.box_problem(row, (64, 32)) == reason
+    assert str(box_rows.box_problem(row, (64, 32))) == reason
 
 
 def test_an_exif_rotated_image_is_measured_as_datasets_decodes_it():
@@ -171,7 +172,7 @@ def test_pathview_sizes_that_are_not_whole_int32_pixels_or_not_the_images_are_na
     """The converter names each row's fault (process_docs then drops it); the scorer, total for documents that
     did not come through process_docs, scores such a document invalid with that reason."""
     docs = converter("grounding")(datasets.Dataset.from_list(pathview_rows()).cast_column("image", datasets.Image()))
-    assert list(docs["doc_error"]) == PATHVIEW_REASONS
+    assert [str(Fault.read(value) or "") for value in docs["doc_error"]] == PATHVIEW_REASONS
     records = [scoring.score_grounding(without_image(doc), ["<answer>[1, 1, 20, 20]</answer>"])["dice"] for doc in docs]
     assert [r["outcome"] for r in records] == ["answered", "invalid", "invalid", "invalid", "invalid", "answered"]
     assert records[4]["reason"] == PATHVIEW_REASONS[4]
@@ -213,17 +214,17 @@ def test_bad_rows_through_lmms_eval(tmp_path, writer):
     """Every row is evaluated or dropped with its reason, under either writer: rows == evaluated + dropped."""
     write_copies(tmp_path / "data", writer)
     result = lmms_eval(tmp_path, "pathbind_control", "pathbind_grounding_testa,pathbind_grounding_testb,"
-                       "pathview_region_ogd", env={"PATHBIND_DATA": str(tmp_path / "data")})
+                       "pathbind_pathview_region_ogd", env={"PATHBIND_DATA": str(tmp_path / "data")})
     testa = metric(result, "pathbind_grounding_testa", "accounting")
     assert testa == {"rows": 9, "evaluated": 2,
                      "dropped": {NO_SPLIT: 1, OTHER_B: 2, VAL: 1, BBOX: 1, SIZE: 1, HEIGHT: 1}}
     assert metric(result, "pathbind_grounding_testa", "lost_items")["items"] == 2
     assert metric(result, "pathbind_grounding_testb", "accounting")["evaluated"] == 2
     assert metric(result, "pathbind_grounding_testb", "lost_items")["scored"] == 2
-    assert metric(result, "pathview_region_ogd", "accounting") == {"rows": 6, "evaluated": 2, "dropped": {
+    assert metric(result, "pathbind_pathview_region_ogd", "accounting") == {"rows": 6, "evaluated": 2, "dropped": {
         "field 'width' is not a positive whole number of pixels": 2, SIZE: 1,
         "field 'width' is more pixels than the 2147483647 a side can have": 1}}
-    samples = [json.loads(line) for path in result["out"].rglob("*pathview_region_ogd*.jsonl")
+    samples = [json.loads(line) for path in result["out"].rglob("*pathbind_pathview_region_ogd*.jsonl")
                for line in path.read_text().splitlines()]
     assert sorted(s["doc_id"] for s in samples) == [0, 1] and all("disagrees" not in s["pathbind"]["reason"]
                                                                   for s in samples)

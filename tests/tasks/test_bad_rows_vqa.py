@@ -19,6 +19,7 @@ import pytest
 from conftest import BIN, lmms_eval, metric
 from PIL import Image, ImageFile, TiffImagePlugin
 
+from pathbind.faults import Fault
 from pathbind.wire import MODEL_FAILED
 from pathbind_tasks.common.conditions import ABLATIONS, with_readable_images
 from pathbind_tasks.common.images import MAX_PIXELS_ENV, max_pixels, rgb_image
@@ -109,7 +110,7 @@ def test_images_in_every_storage_form_come_back_decodable(tmp_path):
              image_docs([{"bytes": data, "path": None}], datasets.Image(decode=False)), plain]
     for docs in forms:
         checked = with_readable_images(docs)
-        assert checked.features["image"] == datasets.Image() and checked["image_error"] == [""]
+        assert checked.features["image"] == datasets.Image() and checked["image_error"] == [None]
         assert checked[0]["image"].size == (5, 3)
         assert doc_to_visual(checked[0])[0].getpixel((0, 0)) == (200, 10, 10)
 
@@ -118,7 +119,7 @@ def test_images_in_every_storage_form_come_back_decodable(tmp_path):
 def test_16_bit_images_map_to_8_bits_by_their_bit_depth(mode, fmt):
     """A 16-bit value v becomes round(v / 257) (not white, not stretched): 128 * 257 is mid-grey 128."""
     docs = with_readable_images(image_docs([encoded(grey16(128 * 257, mode), fmt)]))
-    assert docs["image_error"] == [""]
+    assert docs["image_error"] == [None]
     assert docs[0]["image"].mode.startswith("I")  # decoded as 16 bits; the conversion is ours
     assert np.asarray(doc_to_visual(docs[0])[0]).max() == 128 == np.asarray(doc_to_visual(docs[0])[0]).min()
     dim = rgb_image(Image.open(io.BytesIO(encoded(grey16(1000, mode), fmt))))
@@ -133,9 +134,11 @@ def test_32_bit_and_float_pixels_need_a_declared_range():
     as_int = Image.fromarray(np.full((4, 4), 2**30, dtype=np.int32))
     docs = with_readable_images(image_docs([encoded(as_float, "TIFF", tiffinfo=declared), encoded(as_float, "TIFF"),
                                             encoded(as_int, "TIFF")]))
-    assert docs["image_error"][0] == "" and doc_to_visual(docs[0])[0].getpixel((0, 0)) == (64, 64, 64)  # 0.5 of 2
-    assert "mode F" in docs["image_error"][1] and "declared range" in docs["image_error"][1]
-    assert "signed integer pixels (mode I)" in docs["image_error"][2]  # what PIL writes for int32
+    faults = [Fault.read(value) for value in docs["image_error"]]
+    assert faults[0] is None and doc_to_visual(docs[0])[0].getpixel((0, 0)) == (64, 64, 64)  # 0.5 of 2
+    assert faults[1].reason == "unreadable image" and "mode F" in faults[1].detail
+    assert "declared range" in faults[1].detail
+    assert "signed integer pixels (mode I)" in faults[2].detail  # what PIL writes for int32
     with pytest.raises(ValueError, match="without a declared bit depth"):
         rgb_image(as_int)  # made in memory: no file declares its depth
 
@@ -143,7 +146,8 @@ def test_32_bit_and_float_pixels_need_a_declared_range():
 def test_a_truncated_jpeg_is_invalid_whatever_lmms_eval_set(strict_global):
     """Not a grey-filled half image: the item is invalid, naming the truncation."""
     docs = with_readable_images(image_docs([truncated_jpeg()], datasets.Image()))
-    assert docs["image_error"][0].startswith("unreadable image (truncated file; OSError: image file is truncated")
+    assert str(Fault.read(docs["image_error"][0])).startswith(
+        "unreadable image (truncated file; OSError: image file is truncated")
     assert ImageFile.LOAD_TRUNCATED_IMAGES  # the global is left as it was
 
 
@@ -151,14 +155,32 @@ def test_an_image_over_the_pixel_limit_is_invalid_from_its_header(monkeypatch):
     """12000 x 12000 exceeds the default 100,000,000 pixels; the variable lowers or raises the limit."""
     assert len(huge_png()) < 20_000 and max_pixels() == 100_000_000
     docs = with_readable_images(image_docs([huge_png(), encoded(Image.new("RGB", (12, 10)))], datasets.Image()))
-    assert docs["image_error"] == [f"image too large (12000x12000 = 144,000,000 pixels; the limit is 100,000,000, "
-                                   f"set by {MAX_PIXELS_ENV})", ""]
+    too_large = Fault("image too large",
+                      f"12000x12000 = 144,000,000 pixels; the limit is 100,000,000, set by {MAX_PIXELS_ENV}")
+    assert [Fault.read(value) for value in docs["image_error"]] == [too_large, None]
     monkeypatch.setenv(MAX_PIXELS_ENV, "100")
-    assert with_readable_images(image_docs([encoded(Image.new("RGB", (12, 10)))]))["image_error"][0].startswith(
-        "image too large (12x10 = 120 pixels; the limit is 100")
+    assert str(Fault.read(with_readable_images(image_docs([encoded(Image.new("RGB", (12, 10)))]))["image_error"][0])
+               ).startswith("image too large (12x10 = 120 pixels; the limit is 100")
     monkeypatch.setenv(MAX_PIXELS_ENV, "many")
     with pytest.raises(ValueError, match="not a positive number of pixels"):
         max_pixels()
+
+
+def frames(fmt: str, count: int) -> bytes:
+    """A GIF or TIFF of ``count`` frames of different colours."""
+    images = [Image.new("RGB", (8, 6), (60 * n, 90, 200 - 60 * n)) for n in range(count)]
+    return encoded(images[0], fmt, save_all=True, append_images=images[1:])
+
+
+def test_an_image_of_several_frames_is_refused_and_one_of_one_frame_is_shown():
+    """Which frame of an animated GIF or a multi-page TIFF a model would see is never left unsaid: such an image is
+    a fault of the data, naming the format and the frame count; a one-frame GIF or TIFF is an image like any."""
+    docs = with_readable_images(image_docs([frames("GIF", 3), frames("TIFF", 2), frames("GIF", 1),
+                                            frames("TIFF", 1)], datasets.Image()))
+    faults = [Fault.read(value) for value in docs["image_error"]]
+    assert faults[:2] == [Fault("image has several frames", f"{fmt}, {n} frames; save the one to show as its own file")
+                          for fmt, n in (("GIF", 3), ("TIFF", 2))]
+    assert faults[2:] == [None, None] and doc_to_visual(docs[3])[0].size == (8, 6)
 
 
 def test_checking_a_huge_image_stays_far_below_4_gb(tmp_path):
@@ -171,7 +193,7 @@ def test_checking_a_huge_image_stays_far_below_4_gb(tmp_path):
         from pathbind.lmms.running import RunningTask, running
         from pathbind_tasks.common.vqa import ablation, doc_to_visual, process_results
         images = [{str(tmp_path / "huge.png")!r}, {str(tmp_path / "small.png")!r}]
-        with running(RunningTask("huge")) as task:
+        with running(RunningTask("huge", {{"test": {str(tmp_path / "test.parquet")!r}}})) as task:
             docs = ablation(datasets.Dataset.from_dict({{"id": ["big", "small"], "image": images,
                                                         "question": ["q?"] * 2, "options": [["a", "b"]] * 2,
                                                         "answer": ["A"] * 2}}))
@@ -227,7 +249,7 @@ def test_options_that_cannot_be_lettered_are_a_data_fault_and_never_fail_the_run
     """vqa_docs drops such an item with the problem (item_problem); a document that did not come through it still
     renders (without choices) and scores invalid naming the problem, never raising."""
     doc = {**MCQ, "options": options}
-    assert item_problem({**doc, "answer_format": "mcq"}) == reason
+    assert str(item_problem({**doc, "answer_format": "mcq"})) == reason
     prompt = doc_to_text(doc)
     assert "Which structure?" in prompt and "\nA. " not in prompt
     record = score(doc)
@@ -241,7 +263,8 @@ def test_options_given_as_one_string_are_not_split_into_characters():
         "options": ["Gland|Vessel", "Nerve|Duct"], "answer": ["A", "B"], "dimension": ["D1"] * 2,
         "source": ["x"] * 2}))
     assert docs["options"] == [[], []] and docs[0]["image"].size == (4, 4)
-    assert docs["doc_error"][0] == "field 'options' is a str, not a list of option texts (got 'Gland|Vessel')"
+    assert Fault.read(docs["doc_error"][0]) == Fault("field 'options' is a str, not a list of option texts",
+                                                     "got 'Gland|Vessel'")
 
 
 def test_an_option_cannot_inject_an_option_line():
@@ -265,7 +288,7 @@ def test_a_multi_line_question_keeps_its_lines():
     (["Which?"], "field 'question' is a list, not text (got ['Which?'])")])
 def test_an_empty_question_is_a_data_fault(question, reason):
     """vqa_docs drops it (item_problem); a document that did not come through vqa_docs scores invalid."""
-    assert item_problem({**MCQ, "question": question, "answer_format": "mcq"}) == reason
+    assert str(item_problem({**MCQ, "question": question, "answer_format": "mcq"})) == reason
     record = score({**MCQ, "question": question})
     assert (record["valid"], record["reason"]) == (False, reason)
 
@@ -275,8 +298,8 @@ def test_a_lowercase_reference_letter_names_its_option_in_scoring_and_in_the_ite
     number never becomes a letter by its Python text."""
     assert [letter_answer(a, 4) for a in ("c", "(c)", " C ", "e", "c) Nerve")] == ["C", "C", "C", None, None]
     assert [letter_answer(a, 4) for a in (["A"], 1, None, b"A")] == [None] * 4
-    assert item_problem({**MCQ, "answer": "c"}) == ""
-    assert item_problem({**MCQ, "answer": "e"}).startswith("field 'answer' is not one of the option letters (")
+    assert item_problem({**MCQ, "answer": "c"}) is None
+    assert item_problem({**MCQ, "answer": "e"}).reason == "field 'answer' is not one of the option letters"
     record = score({**MCQ, "answer": "c"})
     assert (record["valid"], record["correct"], record["reference"]) == (True, True, "C")
 

@@ -108,4 +108,6 @@ def test_a_source_with_several_questions_per_image_gets_image_clustered_interval
     assert 4 < interval["design_effect"] < 8
     assert interval["low"] <= metric(result, "pathbind_path_vqa", "acc_image") <= interval["high"]
     mg = metric(result, "pathbind_path_vqa", "ci95")["mg"]
-    assert (mg["low"], mg["high"]) == (0.0, 0.0) and math.isnan(mg["design_effect"])  # blind: MG is 0 on every draw
+    # Blind: no item's answer changes with the image. That bounds the shares gaining and losing by what 20 images
+    # allow (Clopper–Pearson's 0 of 20, on the df of 20 clusters), not to a point: another model may change some.
+    assert mg["low"] == -mg["high"] and 15 < mg["high"] < 25 and math.isnan(mg["design_effect"])

@@ -19,8 +19,9 @@ from PIL import Image
 from source_data import jpeg, medxpert_record, omnimed_record, pathmmu_item, png, write_parquet, write_quilt_vqa
 
 from pathbind.cli import main
+from pathbind.faults import Fault
 from pathbind_tasks.common import grounding as grounding_task
-from pathbind_tasks.common.raw import image_file
+from pathbind_tasks.common.image_paths import ImageFolder
 from pathbind_tasks.medxpert_path import utils as medxpert
 from pathbind_tasks.omnimed_bright import utils as omnimed
 from pathbind_tasks.pathbind_vqa import utils as pathbind_vqa
@@ -84,15 +85,23 @@ def test_pathmmu_without_any_item_of_the_published_shape_stops_naming_the_key(tm
 
 
 def test_an_image_path_must_stay_inside_the_data_folder(tmp_path):
+    """A name resolves under the folder, normalised; one that leaves it (absolute elsewhere, ``..`` above it, a link
+    out of it) is refused; an absolute path inside it is its file."""
     root = tmp_path / "data"
     (root / "images").mkdir(parents=True)
     (root / "images" / "a.png").write_bytes(png(1))
-    assert image_file("a.png", root, ("", "images")) == (str(root / "images" / "a.png"), "")
-    assert image_file("images/../images/a.png", root) == (str(root / "images" / "../images/a.png"), "")
-    assert image_file("missing.png", root, ("images",)) == (str(root / "images" / "missing.png"), "")
-    for name in (str(root / "images" / "a.png"), "../data/images/a.png", "images/../../x.png"):
-        assert image_file(name, root, ("", "images")) == (None, f"field 'image' {OUTSIDE} (got {name!r})")
-    assert image_file(None, root) == image_file("  ", root) == (None, "")
+    (root / "images" / "out.png").symlink_to(tmp_path / "elsewhere.png")
+    (tmp_path / "elsewhere.png").write_bytes(png(2))
+    images = ImageFolder(root, ("", "images"))
+    a = str(root / "images" / "a.png")
+    assert images.file("a.png") == images.file(a) == ImageFolder(root).file("images/../images/a.png") == (a, None)
+    assert ImageFolder(root, ("images",)).file("missing.png") == (str(root / "images" / "missing.png"), None)
+    for name in (str(tmp_path / "elsewhere.png"), "../elsewhere.png", "images/../../x.png"):
+        assert images.file(name) == (None, Fault(f"field 'image' {OUTSIDE}", f"got {name!r}"))
+    path, fault = images.file("out.png")
+    assert path is None
+    assert fault == Fault(f"field 'image' {OUTSIDE}", f"got 'out.png', a link to {tmp_path}/elsewhere.png")
+    assert images.image(None) == images.image("  ") == (None, None)
 
 
 def test_pathbind_vqa_file_names_outside_the_folder_are_dropped(tmp_path, monkeypatch, running_task):
@@ -191,7 +200,8 @@ def refpath_record(bbox_id: int, bbox: list[float], expression: Any) -> dict[str
 REFPATH = [refpath_record(1, [0, 0, 32, 16], ["[the cluster of lymphocytes ]", "plain text"]),
            refpath_record(2, [40, 0, 10, 16], ["an inverted box"]), refpath_record(3, [8, 8, 8, 20], ["no area"]),
            refpath_record(4, [0, 0, 8, 8], ["[]"])]
-BOX_DROPS = {"field 'bbox' is unusable: box is inverted": 1, "field 'bbox' is unusable: box has zero area": 1,
+BOX_DROPS = {"field 'bbox' is unusable: box is inverted (x_max < x_min or y_max < y_min)": 1,
+             "field 'bbox' is unusable: box has zero area": 1,
              "field 'expression' is empty": 1}
 
 
@@ -221,7 +231,8 @@ def test_data_check_reports_every_element_fault_the_run_drops(tmp_path, capsys, 
     for reason, count in PATHMMU_DROPS.items():
         assert f"pathbind_pathmmu_test_image: {count} row{'s' if count > 1 else ''} dropped: {reason}" in out, out
     code, out = data_check(capsys, "pathvg", str(tmp_path / "pathvg"))
-    assert code == 1 and "1 row dropped: field 'bbox' is unusable: box is inverted (first 'testA-2-0'" in out, out
+    assert code == 1 and ("1 row dropped: field 'bbox' is unusable: box is inverted (x_max < x_min or y_max < y_min) "
+                          "(first 'testA-2-0'") in out, out
 
 
 def test_quilt_test_parquet_with_embedded_images_passes_the_data_check(tmp_path, capsys, monkeypatch):
@@ -253,9 +264,10 @@ def test_a_refpath_box_the_metrics_cannot_score_is_never_a_lost_item_through_lmm
     """Through lmms_eval: inverted and zero-area boxes are counted in accounting as data, lost_items holds only what
     the model failed, and the bracketed expression is the prompt's entity without its brackets."""
     write_refpath(tmp_path / "data" / "pathvg", REFPATH)
-    result = lmms_eval(tmp_path, "pathbind_control", "pathvg_testa", env={"PATHBIND_DATA": str(tmp_path / "data")})
-    assert metric(result, "pathvg_testa", "accounting") == {"rows": 5, "evaluated": 2, "dropped": BOX_DROPS}
-    assert metric(result, "pathvg_testa", "lost_items")["items"] == 2
+    result = lmms_eval(tmp_path, "pathbind_control", "pathbind_pathvg_testa",
+                       env={"PATHBIND_DATA": str(tmp_path / "data")})
+    assert metric(result, "pathbind_pathvg_testa", "accounting") == {"rows": 5, "evaluated": 2, "dropped": BOX_DROPS}
+    assert metric(result, "pathbind_pathvg_testa", "lost_items")["items"] == 2
     samples = [json.loads(line) for path in result["out"].rglob("*_pathvg_testa.jsonl")
                for line in path.read_text().splitlines()]
     logged = json.dumps(samples)  # the documents and the requests the model was sent

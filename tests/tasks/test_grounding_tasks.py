@@ -133,11 +133,11 @@ def test_release_layouts_load_through_lmms_eval(tmp_path):
     items = grounding_items(6, seed=3)
     write_pathvg(tmp_path / "data", {"slide1": items[0]["image"], "slide2": items[1]["image"]})
     write_pathbind_grounding(tmp_path / "data", items)
-    result = lmms_eval(tmp_path, "pathbind_control", "pathvg_testa,pathbind_grounding",
+    result = lmms_eval(tmp_path, "pathbind_control", "pathbind_pathvg_testa,pathbind_grounding",
                        env={"PATHBIND_DATA": str(tmp_path / "data")})
-    assert metric(result, "pathvg_testa", "accounting") == {"rows": 4, "evaluated": 3,
+    assert metric(result, "pathbind_pathvg_testa", "accounting") == {"rows": 4, "evaluated": 3,
                                                              "dropped": {"image file not found": 1}}
-    lost = metric(result, "pathvg_testa", "lost_items")
+    lost = metric(result, "pathbind_pathvg_testa", "lost_items")
     assert lost["items"] == 3 and lost["scored"] == 3
     samples = [json.loads(line) for path in result["out"].rglob("*_pathvg_testa.jsonl")
                for line in path.read_text().splitlines()]
@@ -156,7 +156,7 @@ def test_pathvg_expressions_expand_one_item_each_and_faults_are_named():
     assert [(i["id"], i["expression"]) for i in items] == [
         ("testB-5-0", "a"), ("testB-5-1", "b"), ("testB-6-0", "c"), ("testB-7-0", None), ("testB-8-0", None),
         ("testB-9-0", None)]
-    assert [i["doc_error"] for i in items[3:]] == ["field 'expression' is an empty list (got [])",
+    assert [str(i["doc_error"]) for i in items[3:]] == ["field 'expression' is an empty list (got [])",
                                                    "field 'expression' is a int, not text (got 3)",
                                                    "field 'expression' is a dict, not text (got {'t': 1})"]
 
@@ -189,7 +189,7 @@ def test_pathvg_reads_the_release_zip_and_checks_the_papers_counts(tmp_path, mon
 def test_pathvg_reads_the_public_hub_release_by_default(monkeypatch):
     """No PATHBIND_DATA: the tasks load fengluo/RefPath's JSON Lines (a public release, not a gated one)."""
     monkeypatch.delenv("PATHBIND_DATA", raising=False)
-    for name, split in (("pathvg_testa", "testA"), ("pathbind_pathvg_specificity_testb", "testB")):
+    for name, split in (("pathbind_pathvg_testa", "testA"), ("pathbind_pathvg_specificity_testb", "testB")):
         path = next(e.yaml_path for e in plugin_tasks(make_plugin_manager()) if e.name == name)
         config = apply_data_root(read_task_yaml(path))
         assert config["dataset_path"] == "fengluo/RefPath"

@@ -15,13 +15,15 @@ from PIL import Image
 
 from pathbind import make_plugin_manager
 from pathbind.catalog import plugin_tasks
-from pathbind.data import DataLocationError
 from pathbind.lmms.queries import load_task_yaml
+from pathbind.lmms.tasks import TaskBuildError
 from pathbind_tasks.demo import command, pathview_synth
 
 DATA = Path(pathview_synth.__file__).parent / "data"
-REAL_TASKS = [f"pathview_{task}" for task in pathview_synth.TASKS]
-DEMO_VARIANTS = sorted(e.name for e in plugin_tasks(make_plugin_manager()) if e.variants is not None)
+REAL_TASKS = [f"pathbind_pathview_{task}" for task in pathview_synth.TASKS]
+# The demo tasks under their canonical names (their old names, pathview_demo_*, are the same variants again).
+DEMO_VARIANTS = sorted(e.name for e in plugin_tasks(make_plugin_manager())
+                       if e.variants is not None and e.name.startswith("pathbind_"))
 
 
 @pytest.fixture(scope="module")
@@ -116,9 +118,9 @@ def test_demo_data_command_writes_every_pathview_task(tmp_path, capsys):
     args = argparse.Namespace(out=tmp_path, n=1, n_yes_no=2, n_pathview=1, n_grounding=0, seed=2)
     assert command.run(args) == 0
     for task in pathview_synth.TASKS:
-        written = datasets.Dataset.from_parquet(str(tmp_path / f"pathview_demo_{task}" / "test.parquet"))
+        written = datasets.Dataset.from_parquet(str(tmp_path / f"pathbind_pathview_demo_{task}" / "test.parquet"))
         assert len(written) == 1
-    assert "pathview_demo_slide_trap" in capsys.readouterr().out
+    assert "pathbind_pathview_demo_slide_trap" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("name", REAL_TASKS)
@@ -150,7 +152,7 @@ def test_release_with_image_files_and_a_bad_row(task_manager, tmp_path, monkeypa
              "boxes": [[1.0, 1.0, 20.0, 20.0]], "width": 80, "height": 60}]
     datasets.Dataset.from_list(rows).to_parquet(str(folder / "region_ogd.parquet"))
     monkeypatch.setenv("PATHBIND_DATA", str(tmp_path))
-    task = task_manager.load_task_or_group(["pathview_region_ogd"])["pathview_region_ogd"]
+    task = task_manager.load_task_or_group(["pathbind_pathview_region_ogd"])["pathbind_pathview_region_ogd"]
     docs = list(task.test_docs())
     assert [doc["id"] for doc in docs] == ["a"]
     ledger = task.config.process_docs.task.ledger  # the seam hands it to the task's functions, not the documents
@@ -165,8 +167,10 @@ def test_release_with_image_files_and_a_bad_row(task_manager, tmp_path, monkeypa
 def test_release_tasks_stop_before_any_model_call_without_pathbind_data(task_manager, monkeypatch):
     """Without PATHBIND_DATA the release tasks say what to set."""
     monkeypatch.delenv("PATHBIND_DATA", raising=False)
-    with pytest.raises(DataLocationError, match=r"PATHBIND_DATA=<root> with the data in <root>/pathview/"):
-        task_manager.load_task_or_group(["pathview_slide_lgd"])
+    with pytest.raises(TaskBuildError, match=r"^task pathbind_pathview_slide_lgd: pathview is read from a local copy "
+                                             r"only: set PATHBIND_DATA=<root> with the data in <root>/pathview/ \(.*"
+                                             r"docs/data-access\.md#pathview\)$"):
+        task_manager.load_task_or_group(["pathbind_pathview_slide_lgd"])
 
 
 def _functions(config: dict) -> dict:
@@ -185,10 +189,11 @@ def test_each_demo_task_is_its_pathview_task_on_the_packaged_data(task_manager, 
     metric_list and everything else the real task's. A release under PATHBIND_DATA (which the real task needs to
     load) moves the real task only."""
     monkeypatch.setenv("PATHBIND_DATA", str(release))
-    source = name.replace("pathview_demo_", "pathview_", 1)
+    source = name.replace("pathbind_pathview_demo_", "pathbind_pathview_", 1)
     real, demo = (_functions(task_manager._get_config(task)) for task in (source, name))
     files = load_task_yaml(task_manager.task_index[source]["yaml_path"])["dataset_kwargs"]["data_files"]
-    assert real["metadata"] == {"version": 1, "pathbind_data": "pathview", "requires_pathbind_data": True}
+    assert real["metadata"] == {"version": 1, "pathbind_data": "pathview",
+                                "requires_pathbind_data": "docs/data-access.md#pathview"}
     assert real["dataset_kwargs"]["data_files"] == {"test": str(release / "pathview" / files["test"])}
     assert demo == {**real, "task": name, "metadata": {"version": 1},
                     "dataset_kwargs": {"data_files": {"test": str(DATA / "pathview" / files["test"])}}}
@@ -198,8 +203,9 @@ def test_pathbind_data_holding_a_release_does_not_redirect_the_demo(task_manager
     """The real task reads the release (4 items), its demo variant the packaged data (8); the catalog agrees and
     finds no data problem for any of the 24 demo tasks, with or without PATHBIND_DATA."""
     monkeypatch.setenv("PATHBIND_DATA", str(release))
-    loaded = task_manager.load_task_or_group(["pathview_region_ocl", "pathview_demo_region_ocl"])
-    assert [len(loaded[task].test_docs()) for task in ("pathview_region_ocl", "pathview_demo_region_ocl")] == [4, 8]
+    loaded = task_manager.load_task_or_group(["pathbind_pathview_region_ocl", "pathbind_pathview_demo_region_ocl"])
+    tasks = ("pathbind_pathview_region_ocl", "pathbind_pathview_demo_region_ocl")
+    assert [len(loaded[task].test_docs()) for task in tasks] == [4, 8]
     assert _demo_data() == ({DATA / "pathview"}, [])
     monkeypatch.delenv("PATHBIND_DATA")
     assert _demo_data() == ({DATA / "pathview"}, [])
@@ -208,5 +214,5 @@ def test_pathbind_data_holding_a_release_does_not_redirect_the_demo(task_manager
 def _demo_data() -> tuple[set[Path], list[str]]:
     """The folders the catalog says the demo tasks read, and their data problems."""
     entries = [e for e in plugin_tasks(make_plugin_manager()) if e.variants is not None]
-    assert [e.name for e in entries] == DEMO_VARIANTS and len(entries) == 24
+    assert [e.name for e in entries if e.name in DEMO_VARIANTS] == DEMO_VARIANTS and len(entries) == 2 * 24
     return {f.parent for e in entries for f in e.data.local_files}, [e.data_problem for e in entries if e.data_problem]

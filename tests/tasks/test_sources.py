@@ -288,7 +288,7 @@ def test_hub_caches_match_the_yamls():
 
 
 def test_gated_sets_without_data_fail_with_the_variable_to_set(monkeypatch):
-    """pathbind_vqa and pathbind_omnimed_bright have no public location: the seam says what to set."""
+    """pathbind_vqa and pathbind_omnimed_bright are read from a local copy only: the seam says what to set."""
     monkeypatch.delenv("PATHBIND_DATA", raising=False)
     for task in ("pathbind_vqa", "pathbind_pta_image", "pathbind_omnimed_bright"):
         path = next(e.yaml_path for e in plugin_tasks(make_plugin_manager()) if e.name == task)

@@ -1,4 +1,4 @@
-"""VQA aggregations over per-document records: by dimension, paired-bootstrap CIs, ablation drops."""
+"""VQA aggregations over per-document records: by dimension, cluster intervals, ablation drops."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from pathbind_tasks.common.vqa_aggregations import (
     by_dimension,
     ci95,
     condition_accuracy,
+    reliance,
 )
 
 AGGREGATE = {metric.name: metric.aggregate for metric in declared(*VQA)}
@@ -39,6 +40,25 @@ def test_ablation_drop_is_paired_against_the_original_image():
     records = [record(str(i), "image", True) for i in range(4)] + [record(str(i), "blank", i == 0) for i in range(4)]
     assert condition_accuracy(records, "blank") == 25.0
     assert accuracy_drop(records, "blank") == 75.0 == AGGREGATE["drop_blank"](records)
+
+
+def test_no_difference_interval_is_a_point_while_its_parts_are_uncertain():
+    """Every item right with its image and wrong under every other condition, 2 questions on each of 3 images:
+    MG, each drop, VRS and the per-dimension MG are 100 points, and each interval keeps a lower bound far below,
+    from the shares gaining and losing (MOVER), and says why it is wide; the accuracies keep theirs."""
+    conditions = ("text", "blank", "swap_same")
+    records = [{**record(f"{k}{q}", condition, condition == "image", "D1"), "cluster": f"image={k}",
+                "parsed": "yes" if condition == "image" else "no"}
+               for k in range(3) for q in range(2) for condition in ("image", *conditions)]
+    intervals = ci95([r for r in records if r["condition"] in ("image", "text")])
+    ablation = ci95([r for r in records if r["condition"] != "text"])
+    found = [intervals["mg"], intervals["by_dimension"]["D1"]["mg"], ablation["drop_blank"],
+             ablation["drop_swap_same"], reliance(records)["vrs"]["swap_same"]["ci95"]]
+    for interval in found:
+        assert interval["high"] == 100.0 and interval["low"] < 50 and interval["method"].startswith("MOVER")
+        assert "degrees of freedom: the interval holds its level but is wide" in interval["warning"]
+    assert intervals["acc_image"]["low"] < 100 == intervals["acc_image"]["high"]
+    assert intervals["acc_text"]["low"] == 0 < intervals["acc_text"]["high"]
 
 
 def test_ci95_is_deterministic_and_order_invariant():

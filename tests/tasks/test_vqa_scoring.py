@@ -55,6 +55,15 @@ def test_an_answer_letter_outside_the_options_is_an_invalid_item():
     assert record["reason"] == "field 'answer' is not one of the option letters ('E'; letters A, B, C, D)"
 
 
+def test_each_record_stores_its_items_option_count():
+    """The chance of a uniform guess rests on each item's own count: five options, four, yes/no; none for an item
+    whose options cannot be asked."""
+    five = {**MCQ, "options": [*MCQ["options"], "centre"]}
+    counts = [process_results(doc, ["<answer>C</answer>"])["acc_image"]["n_options"]
+              for doc in (five, MCQ, {"id": "y", "question": "?", "answer": "no"}, {**MCQ, "options": "A, B"})]
+    assert counts == [5, 4, 2, None]
+
+
 def _records(image: list[bool], text: list[bool]) -> list[dict]:
     make = lambda cond, values: [{"id": f"i{n}", "condition": cond, "correct": v, "valid": True}  # noqa: E731
                                  for n, v in enumerate(values)]

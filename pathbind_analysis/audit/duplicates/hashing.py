@@ -75,7 +75,7 @@ def image_hashes(item: ImageItem, crops: bool = False) -> Result:
 
     problem = image_problem(item.encoded(), max_pixels())
     if problem:
-        return problem
+        return str(problem)
     # 16-bit and greyscale images map to 8 bits by declared depth (not clipped to white), RGBA drops alpha.
     grey = rgb_image(item.encoded()).convert("L")  # both hashes read luminance: convert once, not per window
     return [_hash_pair(_window(grey, *window)) for window in (WINDOWS if crops else WINDOWS[:1])]

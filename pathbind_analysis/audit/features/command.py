@@ -67,7 +67,8 @@ def add_features_command(subparsers: argparse._SubParsersAction) -> None:
                              "at least 2: one to train on, one to test)")
     parser.add_argument("--max-pairs", type=int, default=20_000, metavar="N",
                         help="pairs per similarity group, sampled when there are more (default 20000, as the paper)")
-    parser.add_argument("--n-resamples", type=int, default=1000, metavar="N", help="bootstrap resamples (default 1000)")
+    parser.add_argument("--n-resamples", type=int, default=1000, metavar="N",
+                        help="bootstrap resamples and permutations of each test (default 1000)")
     parser.add_argument("--seed", type=int, default=0, metavar="N",
                         help="seed of the splits, bootstrap, pair sampling and permutation (default 0)")
     parser.add_argument("--permute-labels", action="store_true",
@@ -177,6 +178,8 @@ def _print_summary(report: dict[str, Any], json_path: Path) -> None:
               + f"); e.g. {first}: {' | '.join(entry['ids'])}")
     if "interval_undefined" in report["tss"]:
         print(f"TSS AUROC interval refused: {report['tss']['interval_undefined']}")
+    if "interval_note" in report["tss"]:
+        print(f"TSS AUROC interval {report['tss']['interval_note']}")
     if report["permuted_labels"]:
         print("labels permuted (control): expect AUROC ≈ 0.5 and re-identification ≈ chance")
     print(f"wrote {', '.join(map(str, [json_path, *report['outputs'].values()]))}")

@@ -11,8 +11,12 @@ from pathbind_analysis.audit.features.slides import DROP_REASONS
 def summary_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per measure: value, 95% interval, what it was computed on."""
     tss, reid, similarity = report["tss"], report["reid"], report["similarity"]["groups"]
-    rows = [{"measure": "TSS detection, macro AUROC", "value": tss["auroc_macro"],
-             "ci95": "refused (see below)" if "interval_undefined" in tss else _interval(tss["auroc_macro_ci95"]),
+    interval = "refused (see below)" if "interval_undefined" in tss else _interval(tss["auroc_macro_ci95"])
+    if "interval_note" in tss:
+        interval += " wide (see below)"
+    if "auroc_permutation_p" in tss:  # beside the interval: the test of the same AUROC against chance
+        interval += f"; permutation p = {_p(tss['auroc_permutation_p'])}"
+    rows = [{"measure": "TSS detection, macro AUROC", "value": tss["auroc_macro"], "ci95": interval,
              "on": tss.get("undefined") or f"{tss['n_sites']} sites, {tss['n_test']} test slides"},
             {"measure": "patient re-id, top-1", "value": reid["top1"], "ci95": _interval(reid["top1_ci95"]),
              "on": reid.get("undefined") or f"{reid['multiple_of_chance']:.1f}× chance ({reid['chance']:.4f}), "
@@ -44,6 +48,10 @@ def markdown(report: dict[str, Any]) -> str:
                   for reason, count in counts["dropped"].items()]
     tss, reid = report["tss"], report["reid"]
     lines += [f"\nTSS interval refused: {tss['interval_undefined']}." if "interval_undefined" in tss else ""]
+    lines += [f"\nTSS interval {tss['interval_note']}." if "interval_note" in tss else ""]
+    if "auroc_permutation_p" in tss:
+        lines += ["", "TSS permutation p: one-sided, the probe fixed, the held-out patients' sites permuted among them "
+                      f"({report['n_resamples']:,} permutations)."]
     lines += ["", f"TSS detection left out {tss['dropped_sites']:,} site(s) with fewer than {tss['min_slides']} "
                   f"slides ({tss['dropped_slides']:,} slides); re-identification left out "
                   f"{reid['dropped_single_slide_patients']:,} patient(s) with a single slide."]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pathbind.text_table import format_table
-from pathbind_analysis.audit.leakage.inventory import InventoryError, parse_source
+from pathbind_analysis.audit.leakage.inventory import InventoryError, Source, parse_source
 from pathbind_analysis.json_report import output_problem, write_json_report
 
 if TYPE_CHECKING:
@@ -25,8 +25,13 @@ def add_audit_command(subparsers: argparse._SubParsersAction) -> None:
         description="Overlap of TCGA cases (rho_case) and tissue source sites (rho_tss) between training "
                     "inventories and test sets, each test item's leak partition, and with --samples an "
                     "evaluation's per-sample metrics split by leak status.")
-    parser.add_argument("--train", action="append", required=True, metavar="NAME=FILE", help=INVENTORY_HELP)
-    parser.add_argument("--test", action="append", required=True, metavar="NAME=FILE", help=INVENTORY_HELP)
+    parser.add_argument("--train", action="append", metavar="NAME=FILE", help=INVENTORY_HELP)
+    parser.add_argument("--test", action="append", metavar="NAME=FILE", help=INVENTORY_HELP)
+    parser.add_argument("--site-split", metavar="NAME=FILE",
+                        help="write a site-disjoint (leave-site-out) split of this inventory: every slide's fold, no "
+                             "tissue source site in two folds (with or without --train/--test)")
+    parser.add_argument("--site-folds", type=int, default=5, metavar="K",
+                        help="folds of --site-split, balanced by slides (default 5; 0: one fold per site)")
     parser.add_argument("--samples", metavar="LOG.jsonl[:field]",
                         help="lmms-eval --log_samples file; field = the doc field holding the slide id (found "
                              "when omitted)")
@@ -35,8 +40,6 @@ def add_audit_command(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--by", action="append", metavar="FIELD",
                         help="doc field whose values split the stratified table (repeatable, e.g. the question "
                              "category)")
-    parser.add_argument("--n-resamples", type=int, default=2000, metavar="N", help="bootstrap resamples (default 2000)")
-    parser.add_argument("--seed", type=int, default=0, metavar="N", help="bootstrap seed (default 0)")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR",
                         help="folder for the tables, heat map, partitions and listings")
     parser.add_argument("--json", type=Path, metavar="OUT", help="machine-readable report (default OUT/leakage.json)")
@@ -55,25 +58,34 @@ def _run(args: argparse.Namespace) -> int:
     from pathbind_analysis.audit.leakage.matrix import group_sources, run_audit
     from pathbind_analysis.audit.leakage.samples import read_samples
 
-    if args.n_resamples < 1:
-        raise InventoryError("--n-resamples must be at least 1")
+    if bool(args.train) != bool(args.test) or not (args.train or args.site_split):
+        raise InventoryError("give --train and --test inventories (the overlap audit), --site-split (a site-disjoint "
+                             "split), or both")
+    if args.site_folds < 0:
+        raise InventoryError("--site-folds must be 0 (one fold per site) or more")
     if (args.metric or args.by) and not args.samples:
         raise InventoryError("--metric and --by choose what --samples LOG.jsonl stratifies: add --samples")
     for problem in (output_problem(args.out, "--out", folder=True), output_problem(args.json, "--json")):
         if problem:  # before the long inventory pass, not after it
             raise InventoryError(problem)
+    split = parse_source(args.site_split, "--site-split") if args.site_split else None
+    out: Path = args.out
+    json_path: Path = args.json or out / "leakage.json"
+    if split is not None and not args.train:
+        out.mkdir(parents=True, exist_ok=True)
+        return _site_split_only(split, args.site_folds, out, json_path)
     train = group_sources([parse_source(text, "--train") for text in args.train])
     test = group_sources([parse_source(text, "--test") for text in args.test])
     # The sample log is small: read it first so that its errors show before the long inventory pass.
     samples = read_samples(args.samples, metrics=args.metric, by=args.by) if args.samples else None
-    out: Path = args.out
     out.mkdir(parents=True, exist_ok=True)
     audit = run_audit(train, test, out)
     report = _overlap_report(audit, out)
     if samples is not None:
         report["stratified"] = _stratified_report(samples, audit, args, out)
         report["outputs"]["stratified_table"] = str(out / "stratified.md")
-    json_path: Path = args.json or out / "leakage.json"
+    if split is not None:
+        report["site_split"] = _site_split(split, args.site_folds, out)
     write_json_report(json_path, report)
     _print_summary(report, json_path)
     if not any(row["n_test_cases"] for row in report["matrix"]):  # every rho undefined: nothing was measured
@@ -81,6 +93,27 @@ def _run(args: argparse.Namespace) -> int:
               f"barcode are listed in {out})", file=sys.stderr)
         return 1
     return 0
+
+
+def _site_split_only(split: Source, folds: int, out: Path, json_path: Path) -> int:
+    write_json_report(json_path, {"site_split": _site_split(split, folds, out)})
+    print(f"\nwrote {json_path}")
+    return 0
+
+
+def _site_split(split: Source, folds: int, out: Path) -> dict[str, Any]:
+    """Write the split and print its folds."""
+    from pathbind_analysis.audit.leakage.site_split import write_site_split
+
+    try:
+        summary = write_site_split(split.name, [split], folds, out)
+    except ValueError as exc:
+        raise InventoryError(str(exc)) from exc
+    print(format_table([{"fold": f["fold"], "sites": ", ".join(f["sites"]), "cases": f["cases"], "slides": f["slides"]}
+                        for f in summary["per_fold"]]))
+    unplaced = f"; {summary['no_site']:,} entries without a TCGA barcode in no fold" if summary["no_site"] else ""
+    print(f"site split of {split.name}: {summary['rule']}, written to {summary['file']}{unplaced}")
+    return summary
 
 
 def _overlap_report(audit: Audit, out: Path) -> dict[str, Any]:
@@ -103,7 +136,7 @@ def _stratified_report(samples: Samples, audit: Audit, args: argparse.Namespace,
     from pathbind_analysis.audit.leakage.report import stratified_markdown
     from pathbind_analysis.audit.leakage.samples import stratify
 
-    rows, kinds = stratify(samples, audit.trains, by=args.by, n_resamples=args.n_resamples, seed=args.seed)
+    rows, kinds = stratify(samples, audit.trains, by=args.by)
     notes = []
     if kinds["unknown"] or kinds["malformed"]:
         notes.append(f"{kinds['unknown']:,} of {len(samples.ids):,} samples without a TCGA barcode in doc field "
@@ -111,7 +144,8 @@ def _stratified_report(samples: Samples, audit: Audit, args: argparse.Namespace,
                      "stratum.")
     (out / "stratified.md").write_text(stratified_markdown(rows, samples.binary_metrics(), notes), encoding="utf-8")
     return {"samples": str(samples.path), "id_field": samples.id_field, "ids": kinds,
-            "n_resamples": args.n_resamples, "seed": args.seed, "notes": notes, "rows": rows}
+            "binary_metrics": sorted(samples.binary_metrics()),
+            "notes": notes, "rows": rows}
 
 
 def _print_summary(report: dict[str, Any], json_path: Path) -> None:

@@ -23,10 +23,12 @@ def leakage_split(records: list[Mapping[str, Any]]) -> dict[str, float | str]:
 
     An lmms-eval ``aggregation``: each per-document value is a record ``{"slide_id": str, "correct": bool}``.
     The training inventory is ``PATHBIND_LEAKAGE_TRAIN=NAME=FILE[:column]``, several joined by ``;`` (their
-    union: what a model trained on all of them has seen). The gap's 95% CI comes from a seeded bootstrap over
-    cases (a patient's items are not independent), since lmms-eval computes none for custom aggregations;
-    ``gap_design_effect`` says how much wider that is than resampling items. Items without a TCGA barcode are counted in
-    ``n_excluded``. Without a usable inventory every figure is NaN and ``reason`` says why; never raises.
+    union: what a model trained on all of them has seen). The gap's 95% CI resamples cases (a patient's items are
+    not independent; :func:`~pathbind_metrics.leakage.stratified_metric`), since lmms-eval computes none for custom
+    aggregations; ``gap_design_effect`` says how much wider that is than resampling items, and ``gap_warning`` why
+    the interval is less certain or wide (few cases in a partition, one case dominating), or "". Items without a
+    TCGA barcode are counted in ``n_excluded``. Without a usable inventory every figure is NaN and ``reason`` says
+    why; never raises.
     """
     spec = os.environ.get(TRAIN_ENV, "").strip()
     if not spec:
@@ -44,11 +46,11 @@ def leakage_split(records: list[Mapping[str, Any]]) -> dict[str, float | str]:
         kind, barcode, _ = classify(text)
         partitions.append(leak_partition(barcode.case, barcode.tss, train_cases, train_tss) if barcode else kind)
         cases.append(barcode.case if barcode else text)
-    table = stratified_metric(correct, partitions, clusters=cases, seed=0)
+    table = stratified_metric(correct, partitions, clusters=cases, proportion=100.0)
     shared = overlap(train_cases, train_tss, *cases_and_sites(ids))
     return {"leaked": table[PATIENT]["mean"], "site": table[SITE]["mean"], "clean": table[CLEAN]["mean"],
             "gap": table["gap"]["mean"], "gap_ci_low": table["gap"]["ci_low"], "gap_ci_high": table["gap"]["ci_high"],
-            "gap_design_effect": table["gap"]["design_effect"],
+            "gap_design_effect": table["gap"]["design_effect"], "gap_warning": table["gap"]["warning"],
             "n_leaked": table[PATIENT]["n"], "n_site": table[SITE]["n"], "n_clean": table[CLEAN]["n"],
             "n_excluded": table["excluded"]["n"], "rho_case": shared["rho_case"], "rho_tss": shared["rho_tss"]}
 
@@ -61,4 +63,4 @@ def _train_sets(spec: str) -> tuple[frozenset[str], frozenset[str]]:
 
 
 def _undefined(reason: str) -> dict[str, float | str]:
-    return {**dict.fromkeys(KEYS, math.nan), "reason": reason}
+    return {**dict.fromkeys(KEYS, math.nan), "gap_warning": "", "reason": reason}

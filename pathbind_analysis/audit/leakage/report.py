@@ -49,7 +49,8 @@ def write_heatmap(matrix: list[dict[str, Any]], path: Path) -> None:
     figure = Figure(figsize=(2 * width + 1.5, height + 0.8), layout="constrained")
     cmap = colormaps["Reds"].with_extremes(bad="0.85")  # grey: no TCGA case in the test set
     for ax, (key, title) in zip(figure.subplots(1, 2), PANELS, strict=True):
-        values = np.array([[100 * cell[t, b][key] for b in tests] for t in trains])
+        # An undefined overlap (no TCGA case in the test set) is NaN in the audit and null once read from its JSON.
+        values = np.array([[100 * _or_nan(cell[t, b][key]) for b in tests] for t in trains])
         image = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=0, vmax=100, aspect="auto")
         for (i, j), value in np.ndenumerate(values):
             ax.text(j, i, "n/a" if math.isnan(value) else f"{value:.1f}", ha="center", va="center", fontsize=8,
@@ -63,30 +64,60 @@ def write_heatmap(matrix: list[dict[str, Any]], path: Path) -> None:
     figure.savefig(path, dpi=150)
 
 
+def _or_nan(value: float | None) -> float:
+    return math.nan if value is None else value
+
+
 def stratified_markdown(rows: list[dict[str, Any]], binary: set[str], notes: list[str]) -> str:
-    """Table 2 form: per training inventory and metric, each subset's mean (n) per partition and the gap."""
+    """Table 2 form: per training inventory and metric, each subset's mean (n) per partition and the gap; a cell
+    whose interval rests on too few cases (or one dominant case) is marked (!) and listed under the table."""
     lines = ["# Metrics by leak status", "",
-             "Means with 95% percentile-bootstrap intervals, resampling cases (patients; an id without a TCGA "
-             "case is its own) within each partition; n/a where a partition holds one case. Gap = "
-             f"{PATIENT} − {CLEAN} (points for accuracies); positive means better on what was trained on."]
-    for (train, metric), group in _groups(rows):
+             "Means with 95% intervals that resample cases (patients; an id without a TCGA case is its own) within "
+             "each partition: Korn–Graubard for accuracies, the cluster jackknife's t otherwise; n/a where a "
+             f"partition holds one case. Gap = {PATIENT} − {CLEAN} (points for accuracies), its interval combining "
+             "the two partitions' (MOVER); positive means better on what was trained on. (!): the interval rests on "
+             "few cases or one dominant case, and is wide for it (the reason below the table)."]
+    for (train, metric), group in by_train_and_metric(rows):
         scale = 100.0 if metric in binary else 1.0
         lines += ["", f"## {metric} against training inventory {train}", "",
                   "| subset | " + " | ".join(PARTITIONS) + " | gap [95% CI] | excluded |",
                   "| --- |" + " ---: |" * (len(PARTITIONS) + 2)]
+        flagged = []
         for row in group:
-            cells = [_mean(row[p], scale) for p in PARTITIONS]
-            gap = row["gap"]
-            interval = ("[n/a]" if math.isnan(gap["ci_low"]) else
-                        f"[{_signed(gap['ci_low'], scale)}, {_signed(gap['ci_high'], scale)}]")
-            cells.append("n/a" if math.isnan(gap["mean"]) else f"{_signed(gap['mean'], scale)} {interval}")
+            cells, warnings = stratum_cells(row, scale)
             lines.append(f"| {row['subset']} | " + " | ".join(cells) + f" | {row['excluded']['n']} |")
+            flagged += warnings
+        if flagged:
+            lines += ["", *(f"- (!) {entry}" for entry in flagged)]
     if notes:
         lines += ["", "## Notes", "", *(f"- {note}" for note in notes)]
     return "\n".join(lines) + "\n"
 
 
-def _groups(rows: list[dict[str, Any]]) -> list[tuple[tuple[str, str], list[dict[str, Any]]]]:
+def stratum_cells(row: dict[str, Any], scale: float) -> tuple[list[str], list[str]]:
+    """One subset's row of the stratified table: each partition's mean with its interval and counts, then the gap;
+    a cell whose interval rests on few cases or one dominant case is marked (!), and its reason is returned in the
+    second list (``"<subset>, <partition>: <warning>"``). Undefined figures may be NaN or, read back from the
+    audit's JSON, null."""
+    row = {**row, **{part: _nan_for_null(row[part]) for part in (*PARTITIONS, "gap")}}
+    cells = [_mean(row[p], scale) + _flag(row[p]) for p in PARTITIONS]
+    gap = row["gap"]
+    interval = ("[n/a]" if math.isnan(gap["ci_low"]) else
+                f"[{_signed(gap['ci_low'], scale)}, {_signed(gap['ci_high'], scale)}]")
+    cells.append("n/a" if math.isnan(gap["mean"]) else f"{_signed(gap['mean'], scale)} {interval}" + _flag(gap))
+    return cells, [f"{row['subset']}, {p}: {row[p]['warning']}" for p in PARTITIONS if _flag(row[p])]
+
+
+def _nan_for_null(cell: dict[str, Any]) -> dict[str, Any]:
+    return {key: math.nan if value is None else value for key, value in cell.items()}
+
+
+def _flag(cell: dict[str, Any]) -> str:
+    """(!) beside a printed interval that rests on few cases or one dominant case (n/a says enough)."""
+    return " (!)" if cell["warning"] and not math.isnan(cell["ci_low"]) else ""
+
+
+def by_train_and_metric(rows: list[dict[str, Any]]) -> list[tuple[tuple[str, str], list[dict[str, Any]]]]:
     grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for row in rows:
         grouped.setdefault((row["train"], row["metric"]), []).append(row)

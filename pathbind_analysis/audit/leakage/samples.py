@@ -76,8 +76,8 @@ def read_samples(spec: str, *, metrics: list[str] | None = None, by: list[str] |
                    [{name: doc.get(name) for name in by or []} for doc in docs])
 
 
-def stratify(samples: Samples, trains: list[Census], *, by: list[str] | None = None, n_resamples: int = 2000,
-             seed: int = 0) -> tuple[list[dict[str, Any]], dict[str, int]]:
+def stratify(samples: Samples, trains: list[Census], *,
+             by: list[str] | None = None) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """Rows ``{train, metric, subset, patient-leaked, site-leaked, clean, gap, excluded}`` and the id kinds counted.
 
     Subsets are ``all`` then ``FIELD=value`` for each ``by`` field (sorted values), as in the paper's Table 2.
@@ -91,14 +91,14 @@ def stratify(samples: Samples, trains: list[Census], *, by: list[str] | None = N
     for name in by or []:
         labels = np.array(["(missing)" if doc[name] is None else str(doc[name]) for doc in samples.docs])
         subsets += [(f"{name}={value}", labels == value) for value in sorted(set(labels))]
-    rows = []
+    rows, binary = [], samples.binary_metrics()
     for train in trains:
         partitions = np.array([leak_partition(b.case, b.tss, train.cases, train.tss) if b else kind
                                for kind, b, _ in classified], dtype=object)
         for metric, values in samples.metrics.items():
             for subset, mask in subsets:
                 table = stratified_metric(values[mask], list(partitions[mask]), clusters=list(cases[mask]),
-                                          n_resamples=n_resamples, seed=seed)
+                                          proportion=1.0 if metric in binary else None)
                 rows.append({"train": train.name, "metric": metric, "subset": subset, **table})
     return rows, kinds
 
