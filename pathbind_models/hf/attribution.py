@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
@@ -27,9 +27,6 @@ from pathbind_models.hf import probe
 from pathbind_models.hf.patches import patch_token_means, pixel_token_sums
 from pathbind_models.occlusion import fill_colour
 
-if TYPE_CHECKING:
-    from pathbind_models.hf.adapter import HFAdapter
-
 Result = tuple[np.ndarray, dict[str, Any]]  # one value per image token, and what the method used and cost
 
 
@@ -37,7 +34,7 @@ Result = tuple[np.ndarray, dict[str, Any]]  # one value per image token, and wha
 class Target:
     """One request's prompt about one image, encoded, with the tokens whose attention is explained."""
 
-    adapter: HFAdapter
+    adapter: Any  # an HFAdapter, which calls this module: not imported back, so the two form no import circle
     image: Image.Image
     prompt: str
     inputs: dict[str, torch.Tensor]
@@ -54,7 +51,7 @@ class Target:
         return scores[:, self.reference] - scores[:, others].max(dim=1).values
 
 
-def attribute(adapter: HFAdapter, method: str, image: Image.Image, request: OcclusionRequest,
+def attribute(adapter: Any, method: str, image: Image.Image, request: OcclusionRequest,
               settings: AttributionSettings) -> Attribution:
     """``method``'s map of ``request``'s margin about ``image``; ValueError for a method this module lacks."""
     if method not in METHODS:
@@ -70,7 +67,7 @@ def attribute(adapter: HFAdapter, method: str, image: Image.Image, request: Occl
     return Attribution(attribution_map, view_box, {**notes, "forwards": len(calls)})
 
 
-def _target(adapter: HFAdapter, image: Image.Image, request: OcclusionRequest, token: str) -> Target:
+def _target(adapter: Any, image: Image.Image, request: OcclusionRequest, token: str) -> Target:
     prompt = adapter._prompt(1, request.prompt)
     inputs = adapter._encode([prompt], [[image]])
     ids = inputs["input_ids"][0].cpu().numpy()
