@@ -62,7 +62,8 @@ def _markdown_block(block: Block, folder: Path) -> list[str]:
     if isinstance(block, Figure):
         return [f"![{block.caption}]({block.path.relative_to(folder).as_posix()})", "", f"*{block.caption}*"]
     marked = [[_markdown_cell(cell) for cell in row] for row in block.rows]
-    return [f"**{block.title}**", "", "| " + " | ".join(block.columns) + " |",
+    columns = [column.replace("|", "\\|") for column in block.columns]
+    return [f"**{block.title}**", "", "| " + " | ".join(columns) + " |",
             "| " + " | ".join("---" for _ in block.columns) + " |", *("| " + " | ".join(row) + " |" for row in marked)]
 
 

@@ -300,3 +300,14 @@ def test_the_report_says_which_results_it_took_and_what_differs_between_runs(tmp
     assert ("c: pathbind_demo_vqa come from a --predict_only run: lmms-eval logged the answers and scored none"
             in markdown)
     assert "c: no row accounting" not in markdown
+
+
+def test_a_pipe_in_a_column_name_or_cell_keeps_the_markdown_table_s_columns(tmp_path):
+    """Each line of a table has one cell per column, however many '|' its names and cells hold ("ρ vs |δ|")."""
+    from pathbind_analysis.report.document import Cell, Section, Table, write_markdown
+
+    table = Table("t", ["method", "ρ vs |δ|", "ρ vs δ"], [[Cell("a|b"), Cell("|1|"), Cell("2")]])
+    write_markdown([Section("s", blocks=[table])], "T", tmp_path / "r.md")
+    lines = [line for line in (tmp_path / "r.md").read_text().splitlines() if line.startswith("|")]
+    assert len(lines) == 3
+    assert all(len(re.split(r"(?<!\\)\|", line)) == 3 + 2 for line in lines), lines
