@@ -22,7 +22,7 @@ from PIL import Image
 
 from pathbind.wire import OcclusionRequest
 from pathbind_models.adapter import Attribution, layer_indices
-from pathbind_models.attribution import TOKENS, AttributionSettings, layer_spec
+from pathbind_models.attribution import TOKENS, AttributionSettings, NotApplicable, layer_spec
 from pathbind_models.hf import probe
 from pathbind_models.hf.patches import patch_token_means, pixel_token_sums
 from pathbind_models.occlusion import fill_colour
@@ -146,8 +146,10 @@ def winsor_cam(target: Target, request: OcclusionRequest, settings: AttributionS
     and their reference code ``winsorcam.py``): per block l, channel weights α_l = mean over the image's patches of
     ∂m/∂A_l, CAM_l = ReLU(A_l α_l) min–max normalised; layer weight w_l = ReLU(mean α_l), clipped at the
     ``winsor_percentile`` of the non-zero weights, the non-zero ones rescaled to [0.1, 1]; map = Σ_l w_l CAM_l,
-    averaged over the patches of each image token. Captum's LayerGradCam computes one layer's CAM of a classifier,
-    neither the margin of a generative model nor the winsorized combination, so this is its own code."""
+    averaged over the patches of each image token. A mean α_l within rounding of zero counts as zero
+    (:func:`_layer_weight`), and with no positive layer weight the map would be all zeros: NotApplicable instead,
+    with the reason. Captum's LayerGradCam computes one layer's CAM of a classifier, neither the margin of a
+    generative model nor the winsorized combination, so this is its own code."""
     adapter = target.adapter
     blocks = adapter.vision_blocks()
     captured: list[torch.Tensor] = []
@@ -170,8 +172,11 @@ def winsor_cam(target: Target, request: OcclusionRequest, settings: AttributionS
         cam = (act @ alpha).clamp(min=0)
         spread = cam.max() - cam.min()
         cams.append((cam - cam.min()) / spread if spread > 0 else torch.zeros_like(cam))
-        weights.append(float(alpha.mean()))
+        weights.append(_layer_weight(alpha, gradient, activation.dtype))
     layer_weights = winsorized_weights(np.asarray(weights), settings.winsor_percentile)
+    if not layer_weights.any():
+        raise NotApplicable(NO_LAYER_WEIGHT if not any(weights) else "no vision block's mean channel weight is "
+                            "positive, so Winsor-CAM's layer weights are all zero")
     combined = sum(float(w) * cam for w, cam in zip(layer_weights, cams, strict=True))
     patches = np.asarray(combined.cpu().double().numpy() if isinstance(combined, torch.Tensor) else combined)
     patches = adapter.natural_patch_order(patches, target.inputs)
@@ -179,6 +184,20 @@ def winsor_cam(target: Target, request: OcclusionRequest, settings: AttributionS
     values = patch_token_means(patches, views, len(target.image_positions))
     return values, {"vision_blocks": len(blocks), "percentile": settings.winsor_percentile,
                     "layer_weights": [round(float(w), 6) for w in layer_weights], "backwards": 1}
+
+
+NO_LAYER_WEIGHT = ("every vision block's mean channel weight is zero within rounding: its output reaches the answer "
+                   "only through LayerNorms, whose gradient sums to zero over the channels, so Winsor-CAM's layer "
+                   "weights vanish")
+
+
+def _layer_weight(alpha: torch.Tensor, gradient: torch.Tensor, dtype: torch.dtype) -> float:
+    """Winsor-CAM's layer weight before ReLU, mean α_l; 0 when it is within the rounding of the gradient it averages
+    (its dtype's eps times the mean |gradient|). A block read only through LayerNorms, as pre-norm vision towers
+    are, has Σ_c ∂m/∂A_l = 0 for every patch, so mean α_l is rounding noise whose sign would pick the layers."""
+    weight = float(alpha.double().mean())
+    rounding = torch.finfo(dtype).eps * float(gradient.double().abs().mean())
+    return weight if abs(weight) > rounding else 0.0
 
 
 def _patches(values: torch.Tensor) -> torch.Tensor:

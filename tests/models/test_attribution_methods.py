@@ -1,6 +1,7 @@
 """The attribution methods against independent computations on tiny checkpoints: rollout and gradient×attention
 against eager attention matrices, Integrated Gradients against a hand integral (and its completeness), RISE against
-a brute-force average, Winsor-CAM's layer weights against the reference code's rule, controls without gradients."""
+a brute-force average, Winsor-CAM's layer weights against the reference code's rule and its map against a hand
+Grad-CAM laid out as the image, controls without gradients."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import torch
 from PIL import Image
 
 from pathbind.wire import OcclusionRequest
-from pathbind_models.attribution import METHODS, AttributionSettings
+from pathbind_models.attribution import METHODS, AttributionSettings, NotApplicable
 from pathbind_models.controls.blind import BlindControl
 from pathbind_models.controls.positive import PositiveControl
 from pathbind_models.hf import attribution as hf
@@ -116,18 +117,102 @@ def test_winsor_cam_weights_follow_the_reference_rule():
     assert hf.winsorized_weights(np.array([-2.0, 0.0]), 90).tolist() == [0.0, 0.0]
 
 
+def hand_patch_grid(adapter: HFAdapter, inputs: dict, per_patch: np.ndarray) -> np.ndarray:
+    """Per-patch values of the vision tower laid out as the image: Qwen2-VL's rows come in merge groups, row
+    ((i·W/m + j)·m + a)·m + b holding patch (i·m + a, j·m + b) (its image processor's transpose); LLaVA's are a
+    CLS token and the patches row-major."""
+    if "image_grid_thw" not in inputs:
+        side = math.isqrt(len(per_patch) - 1)
+        return per_patch[1:].reshape(side, side)
+    _, high, wide = (int(v) for v in inputs["image_grid_thw"][0])
+    merge = adapter.config.vision_config.spatial_merge_size
+    groups = per_patch.reshape(high // merge, wide // merge, merge, merge)
+    return groups.transpose(0, 2, 1, 3).reshape(high, wide)
+
+
+def tokens_of(patch_grid: np.ndarray, token_grid: tuple[int, int]) -> np.ndarray:
+    rows, cols = token_grid
+    return patch_grid.reshape(rows, patch_grid.shape[0] // rows, cols, -1).mean(axis=(1, 3))
+
+
+def test_winsor_cam_equals_hand_grad_cam_laid_out_as_the_image(adapter):
+    """Per vision block, Grad-CAM of the margin log p(first) − log p(second) (autograd through the eager model's
+    logits at the last prompt position, independent of option_scores): α = mean gradient over the patches,
+    CAM = ReLU(A α) min–max; the blocks combined with their winsorized ReLU(mean α) weights; each patch put where
+    its pixels are (hand_patch_grid, checked first on an image bright in its upper-left quadrant) and averaged per
+    image token, so the map is oriented as the image and the occlusion cells. Qwen2-VL's tower is read only
+    through LayerNorms (its merger's ln_q): every patch's gradient sums to zero over the channels, mean α is
+    rounding noise, and the method says so instead of letting that noise's sign pick the layers."""
+    pixels = np.zeros((224, 224, 3), dtype=np.uint8)
+    pixels[:112, :112] = 255
+    corner = Image.fromarray(pixels)
+    letters = tuple(o for o in ("A", "B", "C", "D", "1", "2") if len(adapter._option_ids([o])[0]) == 1)[:2]
+    target = hf._target(adapter, corner, request(letters), "last")
+    raw = target.inputs["pixel_values"].float()
+    rows = "image_grid_thw" in target.inputs  # Qwen2-VL: rows of flattened patches; LLaVA: one pixel frame
+    if rows:
+        laid_out = hand_patch_grid(adapter, target.inputs, raw.mean(dim=1).numpy())
+    else:
+        side = 224 // adapter.config.vision_config.patch_size
+        laid_out = tokens_of(raw[0].mean(dim=0).numpy(), (side, side))
+    half = laid_out.shape[0] // 2
+    assert laid_out[:half, :half].min() > max(laid_out[half:].max(), laid_out[:, half:].max())
+
+    model = eager_model(adapter)
+    names = {module: name for name, module in adapter.model.named_modules()}
+    outputs: list[torch.Tensor] = []
+    hooks = [model.get_submodule(names[block]).register_forward_hook(
+        lambda _m, _i, out: outputs.append(out[0] if isinstance(out, tuple) else out)) for block in
+        adapter.vision_blocks()]
+    logprobs = model(**target.inputs).logits[0, -1].float().log_softmax(dim=-1)
+    for hook in hooks:
+        hook.remove()
+    (first,), (second,) = adapter._option_ids(list(letters))
+    grads = torch.autograd.grad(logprobs[first] - logprobs[second], outputs, allow_unused=True)
+    activations = [a.detach().reshape(-1, a.shape[-1]).double() for a in outputs]
+    grads = [torch.zeros_like(a) if g is None else g.reshape(a.shape).double() for a, g in zip(
+        activations, grads, strict=True)]
+    patches = slice(None) if rows else slice(1, None)  # LLaVA's CLS token is no patch
+    if rows:
+        channel_sums = torch.stack([g.sum(dim=1).abs().max() / g.abs().sum(dim=1).max() for g in grads])
+        assert channel_sums.max() < 1e-4  # zero but for rounding, against the gradient's size
+        with pytest.raises(NotApplicable, match="zero within rounding"):
+            hf.attribute(adapter, "winsor_cam", corner, request(letters), AttributionSettings())
+        return
+    alphas = [g[patches].mean(dim=0) for g in grads]
+    sign = 1 if max(float(a.mean()) for a in alphas) > 0 else -1  # swapping the options negates m and α
+    cams, weights = [], []
+    for activation, alpha in zip(activations, alphas, strict=True):
+        cam = (activation @ (sign * alpha)).clamp(min=0).numpy()[patches]
+        scaled = (cam - cam.min()) / max(np.ptp(cam), 1e-300)
+        cams.append(hand_patch_grid(adapter, target.inputs, np.r_[0.0, scaled]))  # a CLS slot in front
+        weights.append(sign * float(alpha.mean()))
+    layer_weights = hf.winsorized_weights(np.array(weights), 50)
+    found = hf.attribute(adapter, "winsor_cam", corner, request(letters[::sign]),
+                         AttributionSettings(winsor_percentile=50))
+    expected = tokens_of(sum(w * cam for w, cam in zip(layer_weights, cams, strict=True)), found.map.shape)
+    assert found.notes["layer_weights"] == pytest.approx(layer_weights, abs=1e-6) and layer_weights.max() == 1
+    assert np.ptp(expected) > 0 and np.abs(found.map - expected).max() <= 1e-4 * np.abs(expected).max()
+    # LLaVA reads one block (the second-last): with the options swapped its one weight is negative, so none is left.
+    assert sum(w > 0 for w in weights) == 1 and sum(w != 0 for w in weights) == 1
+    with pytest.raises(NotApplicable, match="is positive"):
+        hf.attribute(adapter, "winsor_cam", corner, request(letters[::-sign]), AttributionSettings())
+
+
 def test_every_method_runs_on_a_tiled_family_through_an_occlusion_request(tiny_model):
     """Idefics3 (2×2 tiles and a global view): each method's map is on the request's grid, finite and
-    non-negative where it must be, each with its notes; RISE scores its masks in batches like occlusion."""
+    non-negative where it must be, each with its notes; RISE scores its masks in batches like occlusion. Its
+    vision tower ends in a LayerNorm, so Winsor-CAM's layer weights vanish and it gives that reason."""
     adapter = HFAdapter(str(tiny_model("idefics3")))
     response = answer(adapter, noise(3), request(rise_masks=6, ig_steps=4), AttributionSettings(methods=METHODS))
     maps = {"attention": response.attention, **response.attributions}
     assert set(maps) == set(METHODS)
+    assert maps.pop("winsor_cam") == f"NotApplicable: {hf.NO_LAYER_WEIGHT}"
     for name, found in maps.items():
         assert isinstance(found, np.ndarray) and found.shape == (8, 8) and np.isfinite(found).all(), name
-    assert set(response.attribution_notes) == set(METHODS)
+    assert set(response.attribution_notes) == set(METHODS) - {"winsor_cam"}
     assert response.attribution_notes["rise"]["images_scored"] == 6
-    assert {f"{kind}/{name}" for kind in ("insertion", "deletion") for name in (*METHODS, "random")} == set(
+    assert {f"{kind}/{name}" for kind in ("insertion", "deletion") for name in (*maps, "random")} == set(
         response.curves)
 
 

@@ -17,6 +17,7 @@ from conftest import BIN, metric, run
 
 import pathbind_tasks
 from pathbind_models.attribution import METHODS, MODEL_METHODS
+from pathbind_models.hf.attribution import NO_LAYER_WEIGHT
 
 pytestmark = pytest.mark.slow
 DEMO, QUICK = "pathbind_demo_faithfulness", "quick_faithfulness"
@@ -102,9 +103,10 @@ def test_the_control_passes_and_the_blind_control_fails_every_method_that_applie
 def test_the_trained_tiny_model_separates_from_its_untrained_twin(runs):
     """The same architecture, trained to ground and not. Raw attention and gradient×attention track causal
     importance and point into the box in the trained model only; Integrated Gradients and RISE track it in the
-    trained one; hiding the box costs the trained model nats and the untrained one next to nothing. (Rollout and
-    Winsor-CAM separate neither way, and IG and RISE, path and perturbation methods, also track the untrained
-    twin's small causal effect on the whole demo: docs/audits.md.)"""
+    trained one; hiding the box costs the trained model nats and the untrained one next to nothing. Winsor-CAM
+    applies to neither: their Qwen2-VL tower is read through LayerNorms, so its layer weights vanish. (Rollout
+    separates neither way, and IG and RISE, path and perturbation methods, also track the untrained twin's small
+    causal effect on the whole demo: docs/audits.md.)"""
     trained, untrained = methods(runs("pathbind_tiny")), methods(runs("pathbind_tiny_untrained"))
     for name in ("attention", "gradient_attention"):
         assert trained[name]["verdict"] == f"{name} tracks causal importance"
@@ -113,6 +115,9 @@ def test_the_trained_tiny_model_separates_from_its_untrained_twin(runs):
         assert trained[name]["amim"]["delta"] > untrained[name]["amim"]["delta"], name
     for name in ("integrated_gradients", "rise"):
         assert trained[name]["verdict"] == f"{name} tracks causal importance"
+    for table in (trained, untrained):
+        assert table["winsor_cam"]["n"] == 0
+        assert table["winsor_cam"]["verdict"] == f"winsor_cam does not apply: NotApplicable: {NO_LAYER_WEIGHT}"
     assert roi(runs("pathbind_tiny"))["ci"]["low"] > 10 * abs(roi(runs("pathbind_tiny_untrained"))["mean"])
     notes = trained["integrated_gradients"]["settings"]
     assert notes["steps"] == 4 and notes["baseline"] and "relative_gap" in notes
