@@ -4,24 +4,22 @@ settings, the data each task read)."""
 
 from __future__ import annotations
 
-import functools
 import importlib
 import inspect
 import os
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from loguru import logger
 
 from pathbind.capabilities import (
-    REQUIRES_KEY,
     drop_conditions,
     model_capabilities,
     split_supported,
     unanswerable_conditions,
 )
-from pathbind.lmms.marks import declares_data, mark, marked, plugin_model, plugin_task
+from pathbind.lmms.marks import leaf_tasks, marked, patch, pathbind_task, plugin_model
 from pathbind.lmms.patches import require_compatible_lmms_eval
 from pathbind.lmms_output import RECORD
 from pathbind.plugins import get_plugin_manager
@@ -45,20 +43,31 @@ def install_evaluate_hook() -> bool:
             logger.error("pathbind: this lmms-eval's evaluator.evaluate is not the one PathBind hooks; tasks a "
                          "model cannot run will fail instead of being skipped")
             return False
-        evaluator.evaluate = _skipping_unsupported(original, signature)
+        evaluator.evaluate = patch(original, _skipping_unsupported(signature), _runs_pathbind(signature))
         return True
     except Exception:
         logger.exception("pathbind: could not hook lmms_eval.evaluator.evaluate")
         return False
 
 
-def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
-    @functools.wraps(original)
-    def evaluate(*args: Any, **kwargs: Any) -> dict | None:
+def _runs_pathbind(signature: inspect.Signature) -> Any:
+    def claims(*args: Any, **kwargs: Any) -> bool:
+        """A call of ``evaluate`` with a PathBind task or a PathBind model."""
+        try:
+            call = signature.bind(*args, **kwargs)
+        except TypeError:
+            return False
+        task_dict = call.arguments["task_dict"]
+        return (isinstance(task_dict, dict) and bool(_pathbind_tasks(task_dict))) or plugin_model(call.arguments["lm"])
+
+    return claims
+
+
+def _skipping_unsupported(signature: inspect.Signature) -> Any:
+    def evaluate(original: Any, *args: Any, **kwargs: Any) -> dict | None:
         call = signature.bind(*args, **kwargs)
         task_dict, lm, cli_args = call.arguments["task_dict"], call.arguments["lm"], call.arguments.get("cli_args")
-        if _pathbind_in_run(task_dict, lm):
-            require_compatible_lmms_eval()
+        require_compatible_lmms_eval()
         kept, skipped = _supported_tasks(task_dict, lm, cli_args)
         # Before conditions are dropped: the record is of the data as loaded; on rank 0 only, which alone gets
         # the results (the other ranks would hash the same files for nothing).
@@ -73,7 +82,6 @@ def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
             tasks = _pathbind_tasks(kept)
             _one_record_per_sample(results, tasks)
             _no_placeholders(results, tasks)
-        if isinstance(results, dict) and (skipped or conditions or _pathbind_in_run(task_dict, lm)):
             results["pathbind"] = _run_report(results, skipped, conditions)
             results["pathbind"]["model"] = _model_settings(lm)
             results["pathbind"]["data"] = {name: record for name, record in data.items() if name not in dropped}
@@ -82,23 +90,12 @@ def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
                 _compare_with_baseline(results, baseline)
         return results
 
-    mark(evaluate)
     return evaluate
 
 
-def _pathbind_in_run(task_dict: Mapping[Any, Any], lm: Any) -> bool:
-    """A plugin's task or a plugin's model (the class a ModelSpec names) is in the run."""
-    return bool(_pathbind_tasks(task_dict)) or plugin_model(lm)
-
-
 def _pathbind_tasks(task_dict: Mapping[Any, Any]) -> set[str]:
-    """The plugins' tasks (a YAML in a plugin task folder, or one declaring ``metadata.pathbind_requires``)."""
-    found = set()
-    for name, task in _leaf_tasks(task_dict):
-        metadata = getattr(getattr(task, "config", None), "metadata", None)
-        if plugin_task(name) or (isinstance(metadata, Mapping) and REQUIRES_KEY in metadata):
-            found.add(name)
-    return found
+    """The names of PathBind's tasks in lmms-eval's task dictionary (:func:`~pathbind.lmms.marks.pathbind_task`)."""
+    return {name for name, task in leaf_tasks(task_dict) if pathbind_task(task)}
 
 
 def _one_record_per_sample(results: dict, tasks: set[str]) -> None:
@@ -125,7 +122,7 @@ def _no_placeholders(results: dict, tasks: set[str]) -> None:
     bootstrap knows none of PathBind's aggregations; its CLT and clustered errors need a per-record ``score``).
     PathBind's intervals are in ``ci95``; a metric without a computed standard error has no stderr field."""
     for table in (results.get("results") or {}, results.get("groups") or {}):
-        for name in tasks | {group for group in table if plugin_task(group)}:
+        for name in tasks | _pathbind_groups(results, tasks):
             metrics = table.get(name)
             if isinstance(metrics, dict):
                 for key in [key for key, value in metrics.items() if value == "N/A" and "_stderr" in key]:
@@ -133,24 +130,23 @@ def _no_placeholders(results: dict, tasks: set[str]) -> None:
 
 
 
+def _pathbind_groups(results: dict, tasks: set[str]) -> set[str]:
+    """The groups in ``results`` whose every subtask is one of PathBind's ``tasks`` or such a group."""
+    groups = {group: set(subtasks) for group, subtasks in (results.get("group_subtasks") or {}).items() if subtasks}
+    found: set[str] = set()
+    while new := {group for group, subtasks in groups.items() if group not in found and subtasks <= tasks | found}:
+        found |= new
+    return found
+
+
 def _data_read(task_dict: Mapping[Any, Any]) -> dict[str, Any]:
-    """``pathbind.data``: what each PathBind task (a plugin's, or one naming ``metadata.pathbind_data``) read;
-    ``{"error": ...}`` when the record cannot be made, which never fails the run."""
+    """``pathbind.data``: what each PathBind task read; ``{"error": ...}`` when the record cannot be made, which
+    never fails the run."""
     try:
-        tasks = {name: task for name, task in _leaf_tasks(task_dict) if plugin_task(name) or declares_data(
-            {"metadata": getattr(getattr(task, "config", None), "metadata", None)})}
-        return data_provenance(tasks)
+        return data_provenance({name: task for name, task in leaf_tasks(task_dict) if pathbind_task(task)})
     except Exception as exc:
         logger.exception("pathbind: could not record the data the tasks read")
         return {"error": f"{type(exc).__name__}: {exc}"}
-
-
-def _leaf_tasks(task_dict: Mapping[Any, Any]) -> Iterator[tuple[str, Any]]:
-    for key, value in task_dict.items():
-        if isinstance(value, Mapping):
-            yield from _leaf_tasks(value)
-        else:
-            yield str(key), value
 
 
 def _supported_tasks(task_dict: dict, lm: Any, cli_args: Any) -> tuple[dict, dict[str, str]]:
