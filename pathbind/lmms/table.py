@@ -4,11 +4,10 @@ and where to read them, and, when PathBind tasks ran without ``--log_samples``, 
 
 from __future__ import annotations
 
-import functools
 import sys
 from typing import Any
 
-from pathbind.lmms.marks import mark, marked
+from pathbind.lmms.marks import marked, patch
 from pathbind.summary import coverage_flag
 
 
@@ -19,24 +18,22 @@ def install_table_hook() -> bool:
     original = getattr(main, "make_table", None)
     if original is None or marked(original):
         return original is not None
-    main.make_table = _scalars_only(original)  # type: ignore[union-attr]  # looked up as a global at print time
+    main.make_table = patch(original, _scalars_only, _pathbind_results)  # type: ignore[union-attr]  # a global
     return True
 
 
-def _scalars_only(original: Any) -> Any:
-    @functools.wraps(original)
-    def make_table(result_dict: dict, column: str = "results", sort_results: bool = False) -> str:
-        if "pathbind" not in result_dict:
-            return original(result_dict, column, sort_results)
-        shown, left_out = scalar_view(result_dict, column)
-        table = without_empty_stderr(original(shown, column, sort_results))
-        notes = [structured_note(left_out, result_dict)] if left_out else []
-        if column == ("groups" if "groups" in result_dict else "results"):  # the CLI prints this table last
-            notes += sample_log_hint(result_dict)
-        return "\n".join([table, *notes, ""]) if notes else table
+def _pathbind_results(result_dict: Any = None, *args: Any, **kwargs: Any) -> bool:
+    """Results of a run with a PathBind task or model: PathBind's ``evaluate`` gave them ``results["pathbind"]``."""
+    return isinstance(result_dict, dict) and "pathbind" in result_dict
 
-    mark(make_table)
-    return make_table
+
+def _scalars_only(original: Any, result_dict: dict, column: str = "results", sort_results: bool = False) -> str:
+    shown, left_out = scalar_view(result_dict, column)
+    table = without_empty_stderr(original(shown, column, sort_results))
+    notes = [structured_note(left_out, result_dict)] if left_out else []
+    if column == ("groups" if "groups" in result_dict else "results"):  # the CLI prints this table last
+        notes += sample_log_hint(result_dict)
+    return "\n".join([table, *notes, ""]) if notes else table
 
 
 def scalar_view(result_dict: dict, column: str = "results") -> tuple[dict, list[str]]:
