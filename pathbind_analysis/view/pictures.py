@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-THUMB = 256  # the longest side of a thumbnail, in pixels
+THUMB = 192  # the longest side of a thumbnail, in pixels: enough to see the tissue, small enough to mail 5,000
 OVERLAY = 64  # the longest side of an overlay: heat maps are smooth (a 16×16 to 32×32 grid), scaled up in the page
-JPEG_QUALITY = 80
+JPEG_QUALITY = 70
 
 
 class Pictures:

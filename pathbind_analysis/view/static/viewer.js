@@ -84,15 +84,19 @@
       node.append(element("div", {class: "reference", text: "reference: " + JSON.stringify(item.reference)}));
     }
     if (item.problem) node.append(element("div", {class: "invalid", text: item.problem}));
-    node.append(element("div", {class: "panels"}, ...shownRuns().map((run) => panel(item, run))), review(item));
+    // The image once, above the panels, unless a run draws its own heat map or boxes on it.
+    const own = shownRuns().some((run) => item.runs[run] && (Object.keys(item.runs[run].overlays).length
+      || item.runs[run].boxes.length));
+    if (item.thumb && !own) node.append(picture(item, null));
+    node.append(element("div", {class: "panels"}, ...shownRuns().map((run) => panel(item, run, own))), review(item));
     return node;
   }
 
-  function panel(item, run) {
+  function panel(item, run, own) {
     const logged = item.runs[run];
     const node = element("div", {class: "panel", "data-run": run}, element("h3", {text: run}));
     if (!logged) { node.append(element("p", {text: "not in this run"})); return node; }
-    if (item.thumb) node.append(picture(item, logged));
+    if (item.thumb && own) node.append(picture(item, logged));
     if (logged.answers.length) {
       node.append(element("table", {class: "answers"}, element("tr", {}, ...["condition", "answer", "scored"].map(
         (head) => element("th", {text: head}))), ...logged.answers.map(answerRow)));
@@ -107,10 +111,10 @@
   function picture(item, logged) {
     const node = element("div", {class: "pic"}, element("img", {src: item.thumb, alt: item.id, loading: "lazy"}));
     const map = $("map").value;
-    if (map && logged.overlays[map]) {
+    if (logged && map && logged.overlays[map]) {
       node.append(element("img", {class: "overlay", src: logged.overlays[map], alt: map, loading: "lazy"}));
     }
-    for (const [kind, boxes] of [["expert", item.boxes], ["model", logged.boxes]]) {
+    for (const [kind, boxes] of [["expert", item.boxes], ["model", logged ? logged.boxes : []]]) {
       for (const box of boxes) node.append(boxElement(item, box, kind));
     }
     return node;
