@@ -136,6 +136,25 @@ def test_figures_and_tables_come_in_a_papers_formats(report, runs):
 
 
 @pytest.mark.slow
+def test_vqa_and_pathview_tables_carry_the_runs_intervals(report, demo_control):
+    """Beside each Table 2-form table, its 95% intervals as the run's ci95 holds them (per dimension); each PathView
+    value with its interval."""
+    markdown = (report / "report.md").read_text()
+    results = demo_control["results"]["results"]
+    by_dimension = results["pathbind_demo_vqa"]["ci95,none"]["by_dimension"]
+    dimensions = sorted(by_dimension)
+
+    def shown(interval, scale=1.0):
+        return f"[{interval['low'] * scale:.1f}, {interval['high'] * scale:.1f}]"
+
+    assert "**pathbind_demo_vqa (Table 2 form): 95% intervals (resampling images)**" in markdown
+    assert ("|  | MG | " + " | ".join(shown(by_dimension[d]["mg"]) for d in dimensions) + " |") in markdown
+    dice = results["pathbind_pathview_demo_region_ogd"]["ci95,none"]["dice"]
+    value = results["pathbind_pathview_demo_region_ogd"]["dice,none"]
+    assert f"| pathbind_pathview_demo_region_ogd | Dice | **{value:.1f} {shown(dice)}** |" in markdown
+
+
+@pytest.mark.slow
 def test_overlays_are_grouped(report):
     """The control localises every demo item (IoU 0.8), so all shown items are successes; empty groups get a note."""
     markdown = (report / "report.md").read_text()
