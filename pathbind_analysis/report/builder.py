@@ -9,8 +9,8 @@ from pathlib import Path
 from pathbind_analysis.report.accounting import accounting_section
 from pathbind_analysis.report.data_notes import data_notes, run_notes
 from pathbind_analysis.report.document import Section, Table, write_html, write_markdown, write_tables
-from pathbind_analysis.report.figures import FORMATS
 from pathbind_analysis.report.faithfulness import faithfulness_section
+from pathbind_analysis.report.figures import FORMATS
 from pathbind_analysis.report.fmt import cells
 from pathbind_analysis.report.grounding import grounding_section
 from pathbind_analysis.report.leakage import leakage_section

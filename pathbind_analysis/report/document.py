@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 BEST = "best"  # bold: the best value of a column (image-conditioned rows)
-BEST_TEXT = "best_text"  # underlined (italic in Markdown): the best text-only value of a column, as in the paper's Table 2
+BEST_TEXT = "best_text"  # underlined (Markdown: italic): the best text-only value of a column (paper Table 2)
 # The leakage audit's Table 1 colours: red above 80% overlap, orange from 20% to 80%, white where audited clean (0).
 LEAK_HIGH, LEAK_MID, LEAK_CLEAN = "leak_high", "leak_mid", "leak_clean"
 
