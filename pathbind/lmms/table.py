@@ -99,10 +99,10 @@ def paired_rows_only(table: str, shown: dict, results: dict) -> tuple[str, bool]
 
 def _clustered(pair: dict) -> tuple[str, str, str]:
     """Diff, CI and P_Value of a Δ row: PathBind's change, its clustered 95% interval and Holm-adjusted p."""
-    interval, p = pair.get("ci95") or {}, pair.get("p_holm")
+    interval, p = pair.get("ci95") or {}, pair.get("p_holm", math.nan)
     low, high = interval.get("low"), interval.get("high")
     ci = f"[{low:+.3g}, {high:+.3g}]" if _finite(low) and _finite(high) else "no interval"
-    shown_p = f"{p:.4f}{'*' if p < 0.05 else ''} (Holm)" if _finite(p) else "n/a"
+    shown_p = f"{p:.4f}{'*' if float(p) < 0.05 else ''} (Holm)" if _finite(p) else "n/a"
     return (f"{pair['delta']:+.3g}" if _finite(pair.get("delta")) else "n/a"), ci, shown_p
 
 
