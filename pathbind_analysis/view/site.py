@@ -11,12 +11,12 @@ from typing import Any
 
 from pathbind.lmms.queries import task_documents
 from pathbind_analysis.report.runs import load_runs
-from pathbind_analysis.view.items import Documents, collect
+from pathbind_analysis.view.items import MISS_IOU, Documents, collect
 from pathbind_analysis.view.pictures import Pictures
 
 STATIC = Path(__file__).with_name("static")
 OUTCOMES = {"image_only": "right only with the image", "right_without_image": "right without the image",
-            "invalid": "invalid answer", "grounding_miss": f"grounding miss (IoU < {0.1} at the default q)"}
+            "invalid": "invalid answer", "grounding_miss": f"grounding miss (IoU < {MISS_IOU} at the default q)"}
 
 
 def write_site(run_dirs: list[Path], out: Path, documents: Documents = task_documents) -> dict[str, Any]:
@@ -26,7 +26,7 @@ def write_site(run_dirs: list[Path], out: Path, documents: Documents = task_docu
     out.mkdir(parents=True, exist_ok=True)
     items, notes = collect(runs, documents, Pictures(out))
     data = {"site": _site_id(runs), "runs": [run.name for run in runs], "outcomes": OUTCOMES, "notes": notes,
-            "folders": {run.name: _relative(run.path, out) for run in runs}, "items": items}
+            "items": items}
     (out / "data.js").write_text("window.PATHBIND_VIEW = " + json.dumps(data, separators=(",", ":"), allow_nan=False)
                                  + ";\n", encoding="utf-8")
     for name in ("index.html", "viewer.js", "viewer.css"):
@@ -38,9 +38,3 @@ def _site_id(runs: list[Any]) -> str:
     """Names the reviews kept in the browser: the same runs viewed again find their reviews."""
     return hashlib.sha1(json.dumps(sorted(run.name for run in runs)).encode()).hexdigest()[:12]
 
-
-def _relative(path: Path, out: Path) -> str:
-    try:
-        return path.resolve().relative_to(out.resolve().parent).as_posix()
-    except ValueError:
-        return path.as_posix()
