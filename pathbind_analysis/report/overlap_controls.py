@@ -13,6 +13,8 @@ from pathbind_analysis.report.runs import Run
 
 BOXES = (("true", "true box"), ("shifted", "shifted"), ("far", "random far"), ("random_size", "random size"))
 ALPHA = 0.05
+NO_INTERVAL = ("the IoU columns are means over the items with no interval: the run's overlap_controls stores 95% "
+               "intervals only for the paired changes Δ = true − control (sign-flip test by cluster), shown beside.")
 
 
 def overlap_controls_section(runs: list[Run], out: Path) -> Section:
@@ -28,7 +30,7 @@ def overlap_controls_section(runs: list[Run], out: Path) -> Section:
                                    "reported it, or no grounding task): skipped"))
     for task in tasks:
         ran = [(run, run.metric(task, "overlap_controls")) for run in runs if run.metric(task, "overlap_controls")]
-        section.blocks += [_table(ran, task), *_verdicts(ran, task)]
+        section.blocks += [_table(ran, task), Note(f"{task}: {NO_INTERVAL}"), *_verdicts(ran, task)]
         section.blocks.append(_sweep_figure(ran, task, out))
     return section
 

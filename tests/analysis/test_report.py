@@ -155,6 +155,32 @@ def test_vqa_and_pathview_tables_carry_the_runs_intervals(report, demo_control):
 
 
 @pytest.mark.slow
+def test_ablation_and_overlap_tables_show_the_stored_intervals_and_say_where_none_is(report, demo_control):
+    """Table A.3's and Figure A.1's drops with the run's ci95 intervals; the ablated accuracies and the overlap
+    controls' mean IoUs, which have none stored, are named as such rather than given one."""
+    markdown = (report / "report.md").read_text()
+    task = "pathbind_demo_vqa_ablation"
+    results = demo_control["results"]["results"][task]
+    intervals = results["ci95,none"]
+
+    def shown(metric):
+        interval = intervals[metric]
+        return f"{results[f'{metric},none']:.1f} [{interval['low']:.1f}, {interval['high']:.1f}]"
+
+    assert (f"**Table A.3 form: {task}, drop in accuracy (points) when the image is ablated, with 95% intervals "
+            "(resampling images)**") in markdown
+    assert ("| pathbind_control | " + " | ".join(shown(m) for m in ("acc_image", "drop_blank", "drop_swap_same",
+                                                                    "drop_swap_cross")) + " |") in markdown
+    blur = sorted((m.removesuffix(",none") for m in results if m.startswith("drop_blur_")),
+                  key=lambda m: float(m.removeprefix("drop_blur_")))
+    assert len(blur) == 4 and ("| pathbind_control | " + " | ".join(shown(m) for m in ("acc_image", *blur))
+                               + " |") in markdown
+    assert f"{task}: the accuracies with the image replaced or blurred (Table A.3, Figure A.1) carry no interval" \
+        in markdown
+    assert "pathbind_demo_grounding: the IoU columns are means over the items with no interval" in markdown
+
+
+@pytest.mark.slow
 def test_overlays_are_grouped(report):
     """The control localises every demo item (IoU 0.8), so all shown items are successes; empty groups get a note."""
     markdown = (report / "report.md").read_text()
