@@ -155,6 +155,52 @@ def test_vqa_and_pathview_tables_carry_the_runs_intervals(report, demo_control):
 
 
 @pytest.mark.slow
+def test_ablation_and_overlap_tables_show_the_stored_intervals_and_say_where_none_is(report, demo_control):
+    """Table A.3's and Figure A.1's drops with the run's ci95 intervals; the ablated accuracies and the overlap
+    controls' mean IoUs, which have none stored, are named as such rather than given one."""
+    markdown = (report / "report.md").read_text()
+    task = "pathbind_demo_vqa_ablation"
+    results = demo_control["results"]["results"][task]
+    intervals = results["ci95,none"]
+
+    def shown(metric):
+        interval = intervals[metric]
+        return f"{results[f'{metric},none']:.1f} [{interval['low']:.1f}, {interval['high']:.1f}]"
+
+    assert (f"**Table A.3 form: {task}, drop in accuracy (points) when the image is ablated, with 95% intervals "
+            "(resampling images)**") in markdown
+    assert ("| pathbind_control | " + " | ".join(shown(m) for m in ("acc_image", "drop_blank", "drop_swap_same",
+                                                                    "drop_swap_cross")) + " |") in markdown
+    blur = sorted((m.removesuffix(",none") for m in results if m.startswith("drop_blur_")),
+                  key=lambda m: float(m.removeprefix("drop_blur_")))
+    assert len(blur) == 4 and ("| pathbind_control | " + " | ".join(shown(m) for m in ("acc_image", *blur))
+                               + " |") in markdown
+    assert f"{task}: the accuracies with the image replaced or blurred (Table A.3, Figure A.1) carry no interval" \
+        in markdown
+    assert "pathbind_demo_grounding: the IoU columns are means over the items with no interval" in markdown
+
+
+@pytest.mark.slow
+def test_the_sweep_figures_intervals_are_the_tasks_own_and_said(report, demo_control):
+    """The bands drawn over the threshold sweep come from the sample logs' item records: at the default q they are the
+    task's stored attn_ci; the captions say what they resample, and the overlap controls' IoU table that it has none."""
+    from pathbind_analysis.report.grounding import item_interval, logged_records
+    from pathbind_analysis.report.runs import load_runs
+    from pathbind_tasks.common.grounding_records import Q_DEFAULT
+
+    task = "pathbind_demo_grounding"
+    records = logged_records(load_runs([demo_control["out"]])[0], task)
+    stored = demo_control["results"]["results"][task]["attn_ci,none"]["attn_iou"]
+    assert len(records) == stored["items"]
+    assert item_interval(records, [r["iou"][str(Q_DEFAULT)] for r in records]) == pytest.approx(
+        (100 * stored["low"], 100 * stored["high"]))
+    markdown = (report / "report.md").read_text()
+    assert "Bands: 95% intervals resampling images, from the item records of the sample logs" in markdown
+    assert "Error bars: 95% intervals resampling images, from the item records of the sample logs" in markdown
+    assert "Error bars: the 95% interval the run stores for a value of one task or dimension" in markdown
+
+
+@pytest.mark.slow
 def test_overlays_are_grouped(report):
     """The control localises every demo item (IoU 0.8), so all shown items are successes; empty groups get a note."""
     markdown = (report / "report.md").read_text()
