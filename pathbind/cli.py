@@ -24,6 +24,11 @@ if TYPE_CHECKING:
 OK, FAILURE = 0, 1  # every subcommand's exit codes; argparse exits 2 on a bad command line (a usage error)
 
 
+INTERVAL_NOTE = ("[low, high]: the 95% interval, resampling the task's clusters (images unless the task names "
+                 "another); ! marks one on few clusters or with one dominant cluster (its warning: --json, or the "
+                 "results.json)")
+
+
 class CommandError(Exception):
     """An expected user error (a missing file, a bad path): one line on stderr and exit FAILURE."""
 
@@ -75,7 +80,14 @@ def cmd_data_check(args: argparse.Namespace, pm: PluginManager) -> int:
 
 
 def cmd_summary(args: argparse.Namespace, pm: PluginManager) -> int:
-    from pathbind.summary import accounting_rows, dimension_rows, summary_rows, unaccounted_tasks, unshown
+    from pathbind.summary import (
+        accounting_rows,
+        dimension_rows,
+        summary_rows,
+        unaccounted_tasks,
+        unshown,
+        with_intervals,
+    )
 
     results = _usable_results(args.paths)
     if not results:
@@ -93,11 +105,13 @@ def cmd_summary(args: argparse.Namespace, pm: PluginManager) -> int:
         print(dumps_strict(rows, indent=2))
         return OK
     tables: dict[tuple[str, ...], list[dict]] = {}  # tasks reporting the same metrics share a table
-    for row in rows:
+    for row in map(with_intervals, rows):
         tables.setdefault(tuple(row), []).append(row)
-    dimensions = [row for result in results for row in dimension_rows(result)]
+    dimensions = [with_intervals(row) for result in results for row in dimension_rows(result)]
     accounted = [row for result in results for row in accounting_rows(result)]
     print("\n\n".join(format_table(table) for table in [*tables.values(), dimensions, accounted] if table))
+    if any("intervals" in row for row in rows):
+        print(f"\n{INTERVAL_NOTE}")
     missing = sorted({task for result in results for task in unaccounted_tasks(result)})
     if missing:
         print(f"\nno row accounting (not a PathBind task, or an older run): {', '.join(missing)}")

@@ -1,4 +1,10 @@
-"""Plugin manager: loads every ``pathbind`` entry point, isolating and recording failures."""
+"""Plugin manager: loads every ``pathbind`` entry point, isolating and recording failures.
+
+A hook is called one implementation at a time, in pluggy's own call order (``get_hookimpls()`` reversed, so
+``tryfirst``/``trylast`` hold), each inside its own ``try``: what one raises or returns malformed is its plugin's
+recorded failure, never the call's. PathBind's hooks return contributions, so hook wrappers (``wrapper=True``,
+``hookwrapper=True``) are refused at registration, like a misspelled hook.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +12,18 @@ import argparse
 import functools
 import os
 import sys
-from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pluggy
 from jinja2.sandbox import SandboxedEnvironment
 from loguru import logger
 
 from pathbind import hookspecs
-from pathbind.hookspecs import ModelSpec, TaskVariants
+from pathbind.hook_checks import CHECKS
 from pathbind.templates import make_environment, render
 
 ENTRY_POINT_GROUP = "pathbind"
@@ -63,19 +69,48 @@ class PluginManager(pluggy.PluginManager):
                 self._fail(ep.name, _describe(exc))
 
     def register_checked(self, plugin: object, name: str) -> None:
-        """Register ``plugin``; a hookimpl matching no PathBind hook (a typo) unregisters it with an error."""
+        """Register ``plugin``; a hookimpl matching no PathBind hook (a typo), or a hook wrapper, unregisters it
+        with an error."""
         self.register(plugin, name=name)
-        unknown = [caller.name for caller in self.get_hookcallers(plugin) or [] if caller.spec is None
-                   and not all(impl.optionalhook for impl in caller.get_hookimpls() if impl.plugin is plugin)]
-        if unknown:
+        impls = [(caller, impl) for caller in self.get_hookcallers(plugin) or [] for impl in caller.get_hookimpls()
+                 if impl.plugin is plugin]
+        unknown = sorted({caller.name for caller, impl in impls if caller.spec is None and not impl.optionalhook})
+        wrappers = sorted({caller.name for caller, impl in impls if impl.wrapper or impl.hookwrapper})
+        if unknown or wrappers:
             self.unregister(plugin)
             known = ", ".join(sorted(n for n in dir(hookspecs) if n.startswith("pathbind_")))
-            raise pluggy.PluginValidationError(plugin, f"unknown hook {', '.join(unknown)}; PathBind hooks: {known}")
+            problem = (f"unknown hook {', '.join(unknown)}; PathBind hooks: {known}" if unknown else
+                       f"hook wrapper {', '.join(wrappers)}; PathBind hooks take contributions only (drop "
+                       "wrapper=True/hookwrapper=True, order with tryfirst/trylast)")
+            raise pluggy.PluginValidationError(plugin, problem)
 
-    def call_each(self, hook_name: str, **kwargs: Any) -> list[tuple[str, Any]]:
-        """``(plugin_name, result)`` per result of the hook call, each checked against the hook's contract; a
-        raising implementation, a result of the wrong type and each malformed entry are skipped and recorded."""
-        return _HookCall(self, hook_name).run(kwargs)
+    def call_each(self, hook_name: str, after_each: Callable[[str], None] | None = None,
+                  **kwargs: Any) -> list[tuple[str, Any]]:
+        """``(plugin_name, result)`` per result of the hook call, in pluggy's call order, each checked against the
+        hook's contract (:data:`pathbind.hook_checks.CHECKS`); a raising implementation, a result of the wrong type
+        and each malformed entry are skipped and recorded. ``after_each(plugin_name)`` runs after each one."""
+        results = []
+        for impl in reversed(getattr(self.hook, hook_name).get_hookimpls()):
+            try:
+                result = impl.function(*(kwargs[name] for name in impl.argnames))
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # SystemExit too: a hook never ends the run
+                self._fail(impl.plugin_name, _describe(exc, hook_name))
+                continue
+            finally:
+                if after_each:
+                    after_each(impl.plugin_name)
+            if self.trace_calls:
+                logger.warning(f"pathbind trace: {impl.plugin_name}.{hook_name}() -> {result!r}")
+            if result is None:
+                continue
+            kept, problems = CHECKS[hook_name](result)
+            for problem in problems:
+                self._fail(impl.plugin_name, f"{hook_name} {problem}; skipped")
+            if kept is not None:
+                results.append((impl.plugin_name, kept))
+        return results
 
     def task_dirs(self) -> list[Contribution]:
         """Task directories, one contribution per directory (``name`` is the folder path)."""
@@ -118,7 +153,7 @@ class PluginManager(pluggy.PluginManager):
                     subparsers.choices[name].set_defaults(func=_broken_command(name, plugin))
             known.update(subparsers.choices)
 
-        _HookCall(self, "pathbind_add_commands", check_new_commands).run({"subparsers": subparsers})
+        self.call_each("pathbind_add_commands", check_new_commands, subparsers=subparsers)
 
     def compare_with_baseline(self, results: dict[str, Any], baseline: str) -> None:
         """Let each plugin pair the run's ``results`` with lmms-eval's ``--baseline`` sample log."""
@@ -150,105 +185,6 @@ class PluginManager(pluggy.PluginManager):
             self.conflicts.append(message)
 
 
-class _HookCall:
-    """One call of a hook through pluggy's own machinery (its wrappers, ``firstresult``, tracing and monitoring),
-    each implementation isolated: what it raises is its plugin's recorded failure, what it returns is checked
-    against the hook's contract and attributed to it (a wrapper's own additions to it)."""
-
-    def __init__(self, pm: PluginManager, hook_name: str, after_each: Callable[[str], None] | None = None) -> None:
-        self.pm, self.hook_name, self.after_each = pm, hook_name, after_each
-        caller: pluggy.HookCaller = getattr(pm.hook, hook_name)
-        self.impls = caller.get_hookimpls()
-        self.firstresult = bool(caller.spec and caller.spec.opts.get("firstresult"))
-        self.owners: dict[int, tuple[str, Any]] = {}  # id of each checked result -> (its plugin, the result)
-
-    def run(self, kwargs: dict[str, Any]) -> list[tuple[str, Any]]:
-        impls = [self._wrapper(impl) if impl.wrapper or impl.hookwrapper else self._implementation(impl)
-                 for impl in self.impls]
-        # HookCaller.__call__ with the isolated implementations: pluggy's tracing and monitoring wrap _hookexec.
-        outcome = self.pm._hookexec(self.hook_name, impls, kwargs, self.firstresult)
-        results = ([] if outcome is None else [outcome]) if self.firstresult else cast(list[Any], outcome)
-        return [self.owners[id(result)] for result in results]
-
-    def _isolated(self, plugin: str, call: Callable[[], Any]) -> tuple[bool, Any]:
-        """``(True, call())``, or ``(False, None)`` with the exception recorded against ``plugin``."""
-        try:
-            return True, call()
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # SystemExit too: a hook never ends the run
-            self.pm._fail(plugin, _describe(exc, self.hook_name))
-            return False, None
-        finally:
-            if self.after_each:
-                self.after_each(plugin)
-
-    def _implementation(self, impl: pluggy.HookImpl) -> pluggy.HookImpl:
-        @functools.wraps(impl.function)  # pluggy reads the hook's argument names through __wrapped__
-        def isolated(*args: Any, **kwargs: Any) -> Any:
-            ok, result = self._isolated(impl.plugin_name, lambda: impl.function(*args, **kwargs))
-            if ok and self.pm.trace_calls:
-                logger.warning(f"pathbind trace: {impl.plugin_name}.{self.hook_name}() -> {result!r}")
-            return None if result is None else self._adopt(impl.plugin_name, result)
-
-        return pluggy.HookImpl(impl.plugin, impl.plugin_name, isolated, impl.opts)
-
-    def _wrapper(self, impl: pluggy.HookImpl) -> pluggy.HookImpl:
-        """``impl`` (``wrapper=True`` or old-style ``hookwrapper=True``) as a new-style wrapper that, when the
-        plugin's code raises or breaks the one-yield protocol, records it and passes the results on unchanged."""
-
-        @functools.wraps(impl.function)
-        def isolated(*args: Any, **kwargs: Any) -> Generator[None, Any, Any]:
-            ok, teardown = self._isolated(impl.plugin_name, lambda: _started(impl.function(*args, **kwargs)))
-            results = yield
-            if ok:
-                ok, returned = self._isolated(impl.plugin_name, lambda: _finished(teardown, results, impl.hookwrapper))
-            return self._adopt_all(impl.plugin_name, returned, results) if ok else results
-
-        opts: pluggy.HookimplOpts = {**impl.opts, "wrapper": True, "hookwrapper": False}
-        return pluggy.HookImpl(impl.plugin, impl.plugin_name, isolated, opts)
-
-    def _adopt(self, plugin: str, result: Any) -> Any:
-        """The part of ``result`` that passes the hook's check, attributed to ``plugin``; each problem recorded."""
-        kept, problems = CHECKS[self.hook_name](result)
-        for problem in problems:
-            self.pm._fail(plugin, f"{self.hook_name} {problem}; skipped")
-        if kept is not None:
-            self.owners[id(kept)] = (plugin, kept)
-        return kept
-
-    def _adopt_all(self, plugin: str, returned: Any, results: Any) -> Any:
-        """A wrapper's return: the results it keeps, and those it adds checked and attributed to it."""
-        if self.firstresult:
-            return returned if returned is None or id(returned) in self.owners else self._adopt(plugin, returned)
-        if not isinstance(returned, list):
-            self.pm._fail(plugin, f"{self.hook_name} wrapper returned {type(returned).__name__} {_short(returned)}, "
-                                  "not the list of results; ignored")
-            return results
-        adopted = [entry if id(entry) in self.owners else self._adopt(plugin, entry) for entry in returned]
-        return [entry for entry in adopted if entry is not None]
-
-
-def _started(teardown: Any) -> Generator[None, Any, Any]:
-    if next(teardown, _STOPPED) is _STOPPED:
-        raise RuntimeError("the wrapper did not yield")
-    return teardown
-
-
-def _finished(teardown: Generator[None, Any, Any], results: Any, old_style: bool) -> Any:
-    """What a started wrapper makes of ``results``: its return value (old style: what it set on its Result)."""
-    outcome = pluggy.Result.from_call(lambda: results)
-    try:
-        teardown.send(outcome if old_style else results)
-    except StopIteration as stop:
-        return outcome.get_result() if old_style else stop.value
-    teardown.close()
-    raise RuntimeError("the wrapper yielded twice")
-
-
-_STOPPED = object()
-
-
 def _describe(exc: BaseException, hook_name: str | None = None) -> str:
     where = f" in {hook_name}" if hook_name else ""
     if isinstance(exc, SystemExit):
@@ -262,117 +198,6 @@ def _broken_command(name: str, plugin: str) -> Callable[[argparse.Namespace], in
         return 1
 
     return run
-
-
-# Each hook's result check: (what to keep, or None to skip the whole result; one problem per skipped part).
-ResultCheck = Callable[[Any], tuple[Any, list[str]]]
-
-
-def _short(value: Any) -> str:
-    text = repr(os.fspath(value)) if isinstance(value, os.PathLike) else repr(value)
-    return text if len(text) <= 200 else text[:197] + "..."
-
-
-def _list_of(what: str, problem_of: Callable[[Any], str], keep: Callable[[Any], Any]) -> ResultCheck:
-    """A check for a hook that returns a list of ``what``: each entry kept (as ``keep(entry)``) unless
-    ``problem_of(entry)`` names a problem; anything but a list or tuple is refused whole."""
-
-    def check(result: Any) -> tuple[list[Any] | None, list[str]]:
-        if not isinstance(result, list | tuple):
-            return None, [f"returned {type(result).__name__} {_short(result)}, not a list of {what}"]
-        kept, problems = [], []
-        for entry in result:
-            problem = problem_of(entry)
-            if problem:
-                problems.append(f"entry {_short(entry)} {problem}")
-            else:
-                kept.append(keep(entry))
-        return kept, problems
-
-    return check
-
-
-def _folder_problem(entry: Any) -> str:
-    if not isinstance(entry, str | os.PathLike) or isinstance(entry, bytes):
-        return f"is a {type(entry).__name__}, not a path"
-    path = Path(entry)
-    if not path.is_absolute():
-        return "is a relative path (it would depend on the working directory)"
-    if path == Path(path.anchor):
-        return "is the filesystem root"
-    if not path.exists():
-        return "does not exist"
-    return "" if path.is_dir() else "is not a folder"
-
-
-def _model_problem(entry: Any) -> str:
-    if not isinstance(entry, ModelSpec):
-        return f"is a {type(entry).__name__}, not a pathbind.ModelSpec"
-    if not isinstance(entry.model_id, str) or not entry.model_id:
-        return "has no model_id string"
-    paths = (entry.simple_class_path, entry.chat_class_path)
-    if not all(p is None or (isinstance(p, str) and "." in p) for p in paths) or paths == (None, None):
-        return "needs simple_class_path or chat_class_path as a dotted 'module.Class' string"
-    if not isinstance(entry.aliases, tuple | list) or not all(isinstance(a, str) for a in entry.aliases):
-        return "has aliases that are not a tuple of strings"
-    return ""
-
-
-def _functions(kind: str, why_identifier: str = "") -> ResultCheck:
-    """A check for a hook that returns a dict of name -> ``kind`` function; names must be Python identifiers."""
-
-    def check(result: Any) -> tuple[dict[str, Callable[..., object]] | None, list[str]]:
-        if not isinstance(result, dict):
-            return None, [f"returned {type(result).__name__} {_short(result)}, not a dict of name -> function"]
-        kept, problems = {}, []
-        for name, function in result.items():
-            if not isinstance(name, str) or not name.isidentifier():
-                problems.append(f"name {_short(name)} is not a Python identifier{why_identifier}")
-            elif not callable(function):
-                problems.append(f"{kind} {name!r} is a {type(function).__name__}, not callable")
-            else:
-                kept[name] = function
-        return kept, problems
-
-    return check
-
-
-def _variants_problem(entry: Any) -> str:
-    if not isinstance(entry, TaskVariants):
-        return f"is a {type(entry).__name__}, not a pathbind.TaskVariants"
-    rename = entry.rename
-    if not (isinstance(rename, tuple | list) and len(rename) == 2 and all(isinstance(p, str) for p in rename)
-            and rename[0] != rename[1]):
-        return "needs rename as (old prefix, new prefix), two different strings"
-    problems = [f"has a {field} that {problem}" for field in ("source", "data_dir")
-                if (problem := _folder_problem(getattr(entry, field)))]
-    return "; ".join(problems)
-
-
-def _normalised_variants(entry: TaskVariants) -> TaskVariants:
-    """The declaration with Path folders and a tuple rename, whatever path and sequence types it was given."""
-    return replace(entry, source=Path(entry.source), data_dir=Path(entry.data_dir),
-                   rename=(entry.rename[0], entry.rename[1]))
-
-
-def _returns_none(does: str) -> ResultCheck:
-    def check(result: Any) -> tuple[None, list[str]]:
-        return None, [f"returned {type(result).__name__} {_short(result)}; it {does} and returns None"]
-
-    return check
-
-
-# A bare string of folders would be walked character by character from ``/``: only lists are accepted.
-_folders = _list_of("folders", _folder_problem, Path)
-CHECKS: dict[str, ResultCheck] = {"pathbind_task_dirs": _folders, "pathbind_template_dirs": _folders,
-                            "pathbind_models": _list_of("pathbind.ModelSpec", _model_problem, lambda spec: spec),
-                            "pathbind_metrics": _functions("metric", " (YAMLs refer to it as an attribute)"),
-                            "pathbind_demo_data": _functions("demo function"),
-                            "pathbind_image_encoders": _functions("image encoder"),
-                            "pathbind_task_variants": _list_of("pathbind.TaskVariants", _variants_problem,
-                                                               _normalised_variants),
-                            "pathbind_add_commands": _returns_none("adds parsers"),
-                            "pathbind_compare_with_baseline": _returns_none("amends the results")}
 
 
 def _disabled_plugins() -> frozenset[str]:

@@ -6,24 +6,53 @@ import json
 from typing import Any
 
 from pathbind.lmms_output import ResultFile
-from pathbind.text_table import quoted
+from pathbind.text_table import cell_text, quoted
 
 COVERED = 0.9  # a headline over fewer than this share of the rows its task read is flagged
+# Where a task's results keep its headlines' 95% intervals: VQA and PathView (``ci95``), grounding (``attn_ci``),
+# faithfulness (``faith_ci``); each maps a metric's name to ``{"low", "high", "cluster", "clusters", ...}``.
+INTERVALS = ("ci95", "attn_ci", "faith_ci")
+SHOWN = ("low", "high", "cluster", "clusters", "warning")  # what a row says of each interval
 
 
 def summary_rows(result: ResultFile, *, accounting: bool = False) -> list[dict[str, Any]]:
-    """One row per task: model, task, then each scalar metric (filter suffix and stderr entries dropped), and
-    with ``accounting`` the task's row accounting as it is in the file; without it, a task that evaluated too
-    few of its rows is flagged beside its name ("pathbind_x [2 of 12 evaluated]", see :func:`coverage_flag`)."""
+    """One row per task: model, task, then each scalar metric (filter suffix and stderr entries dropped), their
+    95% intervals under ``intervals`` (see :func:`headline_intervals`), and with ``accounting`` the task's row
+    accounting as it is in the file; without it, a task that evaluated too few of its rows is flagged beside its
+    name ("pathbind_x [2 of 12 evaluated]", see :func:`coverage_flag`)."""
     rows = []
     for task, metrics in sorted(result.results.items()) if not result.predict_only else ():
-        values = {name: value for name, value in result.metrics(task).items() if isinstance(value, int | float)}
+        values: dict[str, Any] = {name: value for name, value in result.metrics(task).items()
+                                  if isinstance(value, int | float)}
+        if intervals := headline_intervals(result.metrics(task), values):
+            values["intervals"] = intervals
         if accounting and "accounting,none" in metrics:
             values["accounting"] = metrics["accounting,none"]
         flag = "" if accounting else coverage_flag(metrics.get("accounting,none"))
         if values:
             rows.append({"model": result.model, "task": f"{task} [{flag}]" if flag else task, **values})
     return rows
+
+
+def headline_intervals(metrics: dict[str, Any], values: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The 95% interval of each of ``values``' metrics that the task's results hold one for (in one of
+    ``INTERVALS``), as ``SHOWN``; a metric without one is left out."""
+    found: dict[str, dict[str, Any]] = {}
+    for container in INTERVALS:
+        for name, interval in _mapping(metrics.get(container)).items():
+            if name in values and isinstance(interval, dict) and {"low", "high"} <= interval.keys():
+                found.setdefault(name, {key: interval.get(key) for key in SHOWN})
+    return found
+
+
+def with_intervals(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` as the text table shows it: each metric with an interval as ``65.0 [50.2, 77.0]``."""
+    intervals = row.get("intervals") or {}
+    shown = {key: value for key, value in row.items() if key != "intervals"}
+    for name, interval in intervals.items():
+        bounds = f"[{cell_text(interval['low'])}, {cell_text(interval['high'])}]"
+        shown[name] = f"{cell_text(shown[name])} {bounds}{'!' if interval.get('warning') else ''}"
+    return shown
 
 
 def coverage_flag(value: Any) -> str:
@@ -41,11 +70,18 @@ def coverage_flag(value: Any) -> str:
 
 
 def dimension_rows(result: ResultFile) -> list[dict[str, Any]]:
-    """One row per task and diagnostic dimension, from each task's ``by_dimension`` metric."""
-    return [{"model": result.model, "task": task, "dimension": dimension, **figures}
-            for task, metrics in sorted(result.results.items())
-            for dimension, figures in sorted(_mapping(metrics.get("by_dimension,none")).items())
-            if isinstance(figures, dict)]
+    """One row per task and diagnostic dimension, from each task's ``by_dimension`` metric, with the intervals of
+    its ``ci95["by_dimension"]``."""
+    rows = []
+    for task, metrics in sorted(result.results.items()):
+        by_dimension = _mapping(_mapping(metrics.get("ci95,none")).get("by_dimension"))
+        for dimension, figures in sorted(_mapping(metrics.get("by_dimension,none")).items()):
+            if isinstance(figures, dict):
+                row = {"model": result.model, "task": task, "dimension": dimension, **figures}
+                if intervals := headline_intervals({"ci95": by_dimension.get(dimension)}, figures):
+                    row["intervals"] = intervals
+                rows.append(row)
+    return rows
 
 
 def accounting_rows(result: ResultFile) -> list[dict[str, Any]]:

@@ -10,14 +10,14 @@ def format_table(rows: list[dict[str, Any]], columns: list[str] | None = None) -
     """Left-aligned columns (default: every key, in first-seen order); floats with one decimal, or three below 1
     (fractions and correlations such as IoU 0.798 would otherwise all read 0.8)."""
     columns = columns or list(dict.fromkeys(key for row in rows for key in row))
-    cells = [[_cell(row.get(c)) for c in columns] for row in rows]
+    cells = [[cell_text(row.get(c)) for c in columns] for row in rows]
     widths = [max(len(c), *(len(r[i]) for r in cells)) for i, c in enumerate(columns)]
     lines = ["  ".join(c.upper().ljust(w) for c, w in zip(columns, widths, strict=True))]
     lines += ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in cells]
     return "\n".join(line.rstrip() for line in lines)
 
 
-def _cell(value: Any) -> str:
+def cell_text(value: Any) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):

@@ -53,7 +53,8 @@ def compare_with_baseline(results: dict[str, Any], baseline: str) -> None:
         family = adjust(rows, f"{task} against --baseline")
         metrics = results["results"][task]
         metrics.update({f"{DELTAS[row['measure']]},none": row["delta"] for row in rows})
-        metrics[f"{BASELINE},none"] = {"log": baseline, "pairs": rows, "holm_family": family}
+        metrics[f"{BASELINE},none"] = {"log": baseline, "pairs": [{**row, "metric": DELTAS[row["measure"]]}
+                                                                 for row in rows], "holm_family": family}
         table = format_table([_display(row) for row in rows])
         logger.info(f"pathbind: {task}: paired change over --baseline {baseline}:\n{table}\np (Holm): adjusted "
                     f"across {family}.")

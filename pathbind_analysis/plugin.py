@@ -19,6 +19,7 @@ def pathbind_add_commands(subparsers: argparse._SubParsersAction) -> None:
     from pathbind_analysis.matched.command import add_matched_command
     from pathbind_analysis.pairs import add_pairs_command
     from pathbind_analysis.report.command import add_report_command
+    from pathbind_analysis.view.command import add_view_command
 
     add_curation_commands(subparsers)
     add_audit_command(subparsers)
@@ -28,6 +29,7 @@ def pathbind_add_commands(subparsers: argparse._SubParsersAction) -> None:
     add_pairs_command(subparsers)
     add_matched_command(subparsers)
     add_report_command(subparsers)
+    add_view_command(subparsers)
 
 
 @hookimpl

@@ -119,7 +119,9 @@ def lmms_eval(tmp_path: Path, model: str, tasks: str, *extra: str, launcher: lis
 def _session_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A folder that every pytest-xdist worker of this test session shares (its per-worker temp folders' parent)."""
     base = tmp_path_factory.getbasetemp()
-    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    # A worker's folder is <session>/popen-gw<N>; a pytest that a test starts inherits PYTEST_XDIST_WORKER but not
+    # that folder, and must not share another session's runs.
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") and base.name.startswith("popen-gw") else base
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ nothing, and the run exits 0)."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pathbind.lmms_output import SampleLogError, find_sample_logs, read_sample_log
 
@@ -16,10 +17,10 @@ class BaselineError(ValueError):
     """``--baseline`` names a local sample log that cannot be read; the message says what is there and the fix."""
 
 
-def require_readable_baseline(value: str | None) -> None:
-    """BaselineError unless ``value`` is unset, one of lmms-eval's presets or hub addresses, or a readable sample log
-    (its first line a JSON object)."""
-    if not value or _not_a_local_path(value):
+def require_readable_baseline(value: Any) -> None:
+    """BaselineError unless ``value`` is unset (not text), one of lmms-eval's presets or hub addresses, or a readable
+    sample log (its first line a JSON object)."""
+    if not isinstance(value, str) or not value or _not_a_local_path(value):
         return
     path = Path(value).expanduser()
     if path.is_dir():

@@ -2,20 +2,22 @@
 
 lmms-eval 0.7.3 (``lmms_eval.caching.response_cache``) hands a model every uncached request in one call and stores
 the answers only when that call returns; a crashed run also leaves its answers in ``runs/<run id>/rank_<r>.db``,
-which a new run (new run id) never reads. Two wrappers fix both for PathBind's models (those that offer
-``cache_units``); other models' runs are left as lmms-eval makes them:
+which a new run (new run id) never reads. Two wrappers fix both for PathBind's models (a plugin's, which offer
+``cache_units``); other models' runs are lmms-eval's own, call for call:
 
 - ``ResponseCache.execute`` runs lmms-eval's own lookup-answer-store step once per unit the model names (a batch,
   an encoded request), so every key, lookup and stored value is lmms-eval's and each answer is on disk (SQLite
   commit, fsync'd JSONL) before the next unit starts;
 - ``ResponseCache.create`` first copies the stored answers of runs whose process died into the new run's database,
   and marks this run alive with a lock each rank holds until its process ends (the kernel drops it on a crash).
+
+A third, on ``_is_valid_response``, keeps an answer PathBind's models mark as a failure (``MODEL_FAILED``) out of
+the cache, so a rerun retries it.
 """
 
 from __future__ import annotations
 
 import fcntl
-import functools
 import os
 import sqlite3
 import uuid
@@ -26,8 +28,7 @@ from typing import IO, TYPE_CHECKING, Any
 from loguru import logger
 from tqdm import tqdm
 
-from pathbind.lmms.marks import leaf_tasks, mark, marked, plugin_model
-from pathbind.lmms.tasks import running_tasks
+from pathbind.lmms.marks import leaf_tasks, marked, patch, pathbind_task, plugin_model, running_tasks
 from pathbind.provenance import record_error, task_provenance
 from pathbind.wire import MODEL_FAILED
 
@@ -44,33 +45,42 @@ def install_cache_hook() -> None:
     if marked(ResponseCache.execute):
         return
     create = ResponseCache.__dict__["create"].__func__
-    execute = ResponseCache.execute
-
-    @functools.wraps(create)
-    def resuming_create(cls: type, cache_root: str, **kwargs: Any) -> ResponseCache:
-        cache = create(cls, cache_root, **kwargs)
-        key_on_data(cache, kwargs.get("task_dict") or {})
-        if plugin_model(kwargs.get("model")):
-            cache._pathbind_lock = hold_lock(cache._run_dir, cache._global_rank)
-            resume_dead_runs(cache)
-        return cache
-
-    @functools.wraps(execute)
-    def streaming_execute(cache: ResponseCache, lm: Any, reqtype: str, requests: list[Any]) -> list[Any]:
-        if getattr(lm, "cache_units", None) is None or not requests:
-            return execute(cache, lm, reqtype, requests)
-        return execute_by_unit(execute, cache, lm, reqtype, requests)
-
     valid = ResponseCache.__dict__["_is_valid_response"].__func__
+    ResponseCache.create = classmethod(patch(create, resuming_create, for_pathbind))
+    ResponseCache.execute = patch(ResponseCache.execute, execute_by_unit, run_by_a_pathbind_model)
+    ResponseCache._is_valid_response = staticmethod(patch(valid, _not_stored, a_model_failure))
 
-    @functools.wraps(valid)
-    def answered(response: Any, request_type: str) -> bool:  # a model failure is not stored: a rerun retries it
-        return valid(response, request_type) and not (isinstance(response, str) and response.startswith(MODEL_FAILED))
 
-    mark(streaming_execute)
-    ResponseCache.create = classmethod(resuming_create)
-    ResponseCache.execute = streaming_execute
-    ResponseCache._is_valid_response = staticmethod(answered)
+def for_pathbind(cls: type, *args: Any, model: Any = None, task_dict: Any = None, **kwargs: Any) -> bool:
+    """A cache for a run of a PathBind model (``--model``) or of a PathBind task (keywords of ``create``)."""
+    tasks = leaf_tasks(task_dict) if isinstance(task_dict, dict) else ()
+    return plugin_model(model) or any(pathbind_task(task) for _, task in tasks)
+
+
+def run_by_a_pathbind_model(cache: Any, lm: Any = None, reqtype: Any = None, requests: Any = None) -> bool:
+    """Requests for a PathBind model (the class a plugin's ModelSpec names), which says how to split them."""
+    return plugin_model(lm) and isinstance(requests, list) and bool(requests) and callable(
+        getattr(type(lm), "cache_units", None))
+
+
+def a_model_failure(response: Any = None, request_type: Any = None) -> bool:
+    """An answer a PathBind model marked as its failure to answer (it is not stored: a rerun retries it)."""
+    return isinstance(response, str) and response.startswith(MODEL_FAILED)
+
+
+def resuming_create(create: Callable[..., ResponseCache], cls: type, *args: Any, **kwargs: Any) -> ResponseCache:
+    """lmms-eval's cache keyed on each PathBind task's data; for a PathBind model, locked as alive, with the answers
+    of dead runs copied in."""
+    cache = create(cls, *args, **kwargs)
+    key_on_data(cache, kwargs.get("task_dict") or {})
+    if plugin_model(kwargs.get("model")):
+        cache._pathbind_lock = hold_lock(cache._run_dir, cache._global_rank)
+        resume_dead_runs(cache)
+    return cache
+
+
+def _not_stored(valid: Callable[..., bool], response: Any, request_type: str) -> bool:
+    return False
 
 
 def key_on_data(cache: ResponseCache, task_dict: dict) -> None:

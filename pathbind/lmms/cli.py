@@ -2,10 +2,10 @@
 
 lmms-eval's ``cli_evaluate`` catches whatever an evaluation raises, logs "Error during evaluation" and returns, so
 its own ``lmms-eval`` and ``python -m lmms_eval`` exit 0 on a run that produced nothing. The seam records each
-evaluation's outcome where lmms-eval's CLI runs it (:mod:`pathbind.lmms.outcome`), and
-:func:`main` turns a recorded failure into exit code 1 with its one-line cause as the last line of output. Before
-lmms-eval starts, :func:`main` refuses a ``--tasks`` name lmms-eval would not find, naming the close ones
-(:mod:`pathbind.lmms.names`), and writes everything the run prints with the credentials of ``--model_args``
+evaluation's outcome where lmms-eval's CLI runs it (:mod:`pathbind.lmms.outcome`, installed by this command
+alone), and :func:`main` turns a recorded failure into exit code 1 with its one-line cause as the last line of
+output. Before lmms-eval starts, :func:`main` refuses a ``--tasks`` name lmms-eval would not find, naming the close
+ones (:mod:`pathbind.lmms.names`), and writes everything the run prints with the credentials of ``--model_args``
 redacted (:mod:`pathbind.lmms.redact`).
 """
 
@@ -17,13 +17,14 @@ from collections.abc import Sequence
 
 from pathbind.lmms import outcome
 from pathbind.lmms.redact import RedactingStream, redact, secret_values
-from pathbind.lmms.watch import watch_lmms_eval
+from pathbind.lmms.watch import watch_lmms_eval, when_defined
 
 
 def main() -> None:
     """Run lmms-eval's command line; exit 1, naming the cause last, when an evaluation it ran failed."""
     secrets = _redact_output(sys.argv[1:])
     watch_lmms_eval()
+    when_defined("lmms_eval.__main__", "cli_evaluate_single", outcome.install_outcome_hook)
     unknown = _unknown_tasks(sys.argv[1:])
     if unknown:
         print(f"lmms_eval: error: {unknown}", file=sys.stderr, flush=True)

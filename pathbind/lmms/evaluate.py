@@ -4,7 +4,6 @@ settings, the data each task read)."""
 
 from __future__ import annotations
 
-import functools
 import importlib
 import inspect
 import os
@@ -16,18 +15,16 @@ from typing import Any
 from loguru import logger
 
 from pathbind.capabilities import (
-    REQUIRES_KEY,
     drop_conditions,
     model_capabilities,
     split_supported,
     unanswerable_conditions,
 )
 from pathbind.lmms.failures import failed_tasks
-from pathbind.lmms.marks import declares_data, leaf_tasks, mark, marked, plugin_model, plugin_task
+from pathbind.lmms.marks import leaf_tasks, marked, patch, pathbind_task, plugin_model, running_tasks
 from pathbind.lmms.patches import require_compatible_lmms_eval
 from pathbind.lmms.running import RunningTask
 from pathbind.lmms.settings import refuse_unusable_settings
-from pathbind.lmms.tasks import running_tasks
 from pathbind.lmms_output import RECORD
 from pathbind.plugins import get_plugin_manager
 from pathbind.provenance import data_provenance
@@ -50,20 +47,31 @@ def install_evaluate_hook() -> bool:
             logger.error("pathbind: this lmms-eval's evaluator.evaluate is not the one PathBind hooks; tasks a "
                          "model cannot run will fail instead of being skipped")
             return False
-        evaluator.evaluate = _skipping_unsupported(original, signature)
+        evaluator.evaluate = patch(original, _skipping_unsupported(signature), _runs_pathbind(signature))
         return True
     except Exception:
         logger.exception("pathbind: could not hook lmms_eval.evaluator.evaluate")
         return False
 
 
-def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
-    @functools.wraps(original)
-    def evaluate(*args: Any, **kwargs: Any) -> dict | None:
+def _runs_pathbind(signature: inspect.Signature) -> Any:
+    def claims(*args: Any, **kwargs: Any) -> bool:
+        """A call of ``evaluate`` with a PathBind task or a PathBind model."""
+        try:
+            call = signature.bind(*args, **kwargs)
+        except TypeError:
+            return False
+        task_dict = call.arguments["task_dict"]
+        return (isinstance(task_dict, dict) and bool(_pathbind_tasks(task_dict))) or plugin_model(call.arguments["lm"])
+
+    return claims
+
+
+def _skipping_unsupported(signature: inspect.Signature) -> Any:
+    def evaluate(original: Any, *args: Any, **kwargs: Any) -> dict | None:
         call = signature.bind(*args, **kwargs)
         task_dict, lm, cli_args = call.arguments["task_dict"], call.arguments["lm"], call.arguments.get("cli_args")
-        if _pathbind_in_run(task_dict, lm):
-            require_compatible_lmms_eval()
+        require_compatible_lmms_eval()
         refuse_unusable_settings([name for name, task in leaf_tasks(task_dict) if _shows_no_examples(task)],
                                  call.arguments.get("limit"))
         kept, skipped = _supported_tasks(task_dict, lm, cli_args)
@@ -81,8 +89,7 @@ def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
             tasks = _pathbind_tasks(kept)
             _one_record_per_sample(results, tasks)
             _no_placeholders(results, tasks)
-        failed = failed_tasks(running)
-        if isinstance(results, dict) and (skipped or conditions or failed or _pathbind_in_run(task_dict, lm)):
+            failed = failed_tasks(running)
             results["pathbind"] = _run_report(results, skipped, conditions)
             results["pathbind"]["failed_tasks"] = failed
             results["pathbind"]["software"] = {name: _installed(name) for name in ("lmms-eval", "pathbind")}
@@ -93,7 +100,6 @@ def _skipping_unsupported(original: Any, signature: inspect.Signature) -> Any:
                 _compare_with_baseline(results, baseline)
         return results
 
-    mark(evaluate)
     return evaluate
 
 
@@ -113,22 +119,12 @@ def _shows_no_examples(task: Any) -> bool:
     """A PathBind task asked for few-shot examples it has none of (no ``fewshot_config``: no sampler)."""
     wanted = getattr(getattr(task, "config", None), "num_fewshot", None)
     asked = isinstance(wanted, int) and wanted > 0
-    return asked and bool(running_tasks(task)) and getattr(task, "sampler", None) is None
-
-
-def _pathbind_in_run(task_dict: Mapping[Any, Any], lm: Any) -> bool:
-    """A plugin's task or a plugin's model (the class a ModelSpec names) is in the run."""
-    return bool(_pathbind_tasks(task_dict)) or plugin_model(lm)
+    return asked and pathbind_task(task) and getattr(task, "sampler", None) is None
 
 
 def _pathbind_tasks(task_dict: Mapping[Any, Any]) -> set[str]:
-    """The plugins' tasks (a YAML in a plugin task folder, or one declaring ``metadata.pathbind_requires``)."""
-    found = set()
-    for name, task in leaf_tasks(task_dict):
-        metadata = getattr(getattr(task, "config", None), "metadata", None)
-        if plugin_task(name) or (isinstance(metadata, Mapping) and REQUIRES_KEY in metadata):
-            found.add(name)
-    return found
+    """The names of PathBind's tasks in lmms-eval's task dictionary (:func:`~pathbind.lmms.marks.pathbind_task`)."""
+    return {name for name, task in leaf_tasks(task_dict) if pathbind_task(task)}
 
 
 def _one_record_per_sample(results: dict, tasks: set[str]) -> None:
@@ -155,7 +151,7 @@ def _no_placeholders(results: dict, tasks: set[str]) -> None:
     bootstrap knows none of PathBind's aggregations; its CLT and clustered errors need a per-record ``score``).
     PathBind's intervals are in ``ci95``; a metric without a computed standard error has no stderr field."""
     for table in (results.get("results") or {}, results.get("groups") or {}):
-        for name in tasks | {group for group in table if plugin_task(group)}:
+        for name in tasks | _pathbind_groups(results, tasks):
             metrics = table.get(name)
             if isinstance(metrics, dict):
                 for key in [key for key, value in metrics.items() if value == "N/A" and "_stderr" in key]:
@@ -163,13 +159,20 @@ def _no_placeholders(results: dict, tasks: set[str]) -> None:
 
 
 
+def _pathbind_groups(results: dict, tasks: set[str]) -> set[str]:
+    """The groups in ``results`` whose every subtask is one of PathBind's ``tasks`` or such a group."""
+    groups = {group: set(subtasks) for group, subtasks in (results.get("group_subtasks") or {}).items() if subtasks}
+    found: set[str] = set()
+    while new := {group for group, subtasks in groups.items() if group not in found and subtasks <= tasks | found}:
+        found |= new
+    return found
+
+
 def _data_read(task_dict: Mapping[Any, Any]) -> dict[str, Any]:
-    """``pathbind.data``: what each PathBind task (a plugin's, or one naming ``metadata.pathbind_data``) read;
-    ``{"error": ...}`` when the record cannot be made, which never fails the run."""
+    """``pathbind.data``: what each PathBind task read; ``{"error": ...}`` when the record cannot be made, which
+    never fails the run."""
     try:
-        tasks = {name: task for name, task in leaf_tasks(task_dict) if plugin_task(name) or declares_data(
-            {"metadata": getattr(getattr(task, "config", None), "metadata", None)})}
-        return data_provenance(tasks)
+        return data_provenance({name: task for name, task in leaf_tasks(task_dict) if pathbind_task(task)})
     except Exception as exc:
         logger.exception("pathbind: could not record the data the tasks read")
         return {"error": f"{type(exc).__name__}: {exc}"}

@@ -2,8 +2,9 @@
 (:mod:`pathbind.lmms.cli`), and the check, before each, that its ``--baseline`` can be read.
 
 lmms-eval's ``cli_evaluate`` catches whatever an evaluation raises, logs "Error during evaluation" and returns, so
-its own ``lmms-eval`` and ``python -m lmms_eval`` exit 0 on a run that produced nothing. The seam records each
-evaluation's failure where lmms-eval's CLI runs it (:func:`install_outcome_hook`, on ``cli_evaluate_single``).
+its own ``lmms-eval`` and ``python -m lmms_eval`` exit 0 on a run that produced nothing. PathBind's ``lmms_eval``
+command records each evaluation's failure where lmms-eval's CLI runs it (:func:`install_outcome_hook`, on
+``cli_evaluate_single``, in that command's process only); the evaluation itself is lmms-eval's, call for call.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ def _unknown_tasks(args: Any) -> str:
 def _results_files(args: Any) -> dict[Path, int]:
     """The ``*_results.json`` files under ``--output_path`` and their modification times (nothing without one)."""
     output = getattr(args, "output_path", None)
-    if not output or not Path(output).is_dir():
+    if not isinstance(output, str) or not Path(output).is_dir():  # reads nothing else of the arguments
         return {}
     return {path: path.stat().st_mtime_ns for path in Path(output).rglob("*_results.json")}
 

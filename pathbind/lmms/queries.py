@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -42,9 +43,17 @@ def task_documents(task: str) -> Sequence[dict[str, Any]]:
     Raises ValueError naming the task and the cause."""
     if not _seam():
         raise ValueError(f"{task}: this lmms-eval cannot index PathBind tasks (see `pathbind doctor`)")
-    from lmms_eval.tasks import TaskManager, get_task_dict
+    from lmms_eval.tasks import get_task_dict
 
     try:
-        return get_task_dict([task], TaskManager("ERROR"))[task].eval_docs
+        return get_task_dict([task], _task_manager())[task].eval_docs
     except Exception as exc:  # any loader failure (missing data, unknown task) becomes a note in the report
         raise ValueError(f"{task}: cannot load its documents ({type(exc).__name__}: {exc})") from exc
+
+
+@cache
+def _task_manager() -> Any:
+    """One TaskManager for a command's every task: building it indexes every task YAML, which takes seconds."""
+    from lmms_eval.tasks import TaskManager
+
+    return TaskManager("ERROR")

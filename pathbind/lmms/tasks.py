@@ -6,7 +6,6 @@ task. What PathBind's commands ask of the task machinery is :mod:`pathbind.lmms.
 from __future__ import annotations
 
 import copy
-import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +16,7 @@ from loguru import logger
 from pathbind.data import DataLocationError, apply_data_root
 from pathbind.hookspecs import TaskVariants
 from pathbind.lmms.failures import CheckedAggregation
-from pathbind.lmms.marks import FIRST_PARTY_PLUGINS, PLUGIN_TASKS, declares_data, mark, marked
+from pathbind.lmms.marks import FIRST_PARTY_PLUGINS, marked, patch, pathbind_config, pathbind_task
 from pathbind.lmms.patches import require_compatible_lmms_eval
 from pathbind.lmms.running import InTask, RunningTask
 from pathbind.plugins import Contribution, PluginManager, get_plugin_manager
@@ -25,6 +24,7 @@ from pathbind.provenance import record_raw_split
 from pathbind.variants import variant_config, variant_name
 
 VARIANTS_KEY = "pathbind_variants"  # in a task's index entry: the TaskVariants that derive it from the entry's YAML
+PLUGIN_KEY = "pathbind_plugin"  # in the index entry of each plugin task, group and variant: the plugin's name
 
 class TaskError(ValueError):
     """A task's function failed, deterministically (not retried); the message names the task and the cause."""
@@ -35,8 +35,9 @@ class TaskBuildError(TaskError):
 
 
 def install_task_hook(pm: PluginManager | None = None) -> bool:
-    """Make lmms-eval's TaskManager index the plugins' task directories and task variants, honour ``PATHBIND_DATA``
-    for their tasks and name the task in a build error; idempotent. ``pm`` defaults to the process-wide plugin manager.
+    """Make lmms-eval's TaskManager index the plugins' task directories and task variants, and build PathBind's
+    tasks' configs (``PATHBIND_DATA``, task functions run with their task, errors that name the task, not retried);
+    idempotent. ``pm`` defaults to the process-wide plugin manager.
 
     Returns False (and logs why) when this lmms-eval release no longer has the expected hook points.
     """
@@ -48,35 +49,37 @@ def install_task_hook(pm: PluginManager | None = None) -> bool:
         return False
     if marked(TaskManager.initialize_tasks):
         return True
-    expected = {"initialize_tasks": ("self", "include_path", "include_defaults"), "_get_config": ("self", "name"),
-                "_load_individual_task_or_group": ("self", "name_or_config")}
+    expected = {"initialize_tasks": ("self", "include_path", "include_defaults"), "_get_config": ("self", "name")}
     for method, arguments in expected.items():
         code = getattr(getattr(TaskManager, method, None), "__code__", None)
         if code is None or code.co_varnames[: len(arguments)] != arguments:
             logger.error(f"pathbind: this lmms-eval's TaskManager.{method} is not the one PathBind hooks; PathBind "
                          "tasks are unavailable (pass their folders with --include_path; see `pathbind doctor`)")
             return False
+
+    def a_task_manager(task_manager: Any, *args: Any, **kwargs: Any) -> bool:
+        return isinstance(task_manager, TaskManager)
+
     manager: Callable[[], PluginManager] = (lambda: pm) if pm is not None else get_plugin_manager
-    TaskManager._get_config = _with_data_root(TaskManager._get_config, manager)
-    TaskManager._load_individual_task_or_group = _naming_failed_tasks(TaskManager._load_individual_task_or_group)
-    _no_retry_for_build_errors(ConfigurableTask)
-    TaskManager.initialize_tasks = _indexing_plugin_dirs(TaskManager.initialize_tasks, manager)
+    TaskManager._get_config = patch(TaskManager._get_config, _get_config, a_task_manager)
+    for method in ("download", "process_results"):
+        setattr(ConfigurableTask, method, patch(getattr(ConfigurableTask, method), _no_retry(method), a_pathbind_task))
+    TaskManager.initialize_tasks = patch(TaskManager.initialize_tasks, _indexing_plugin_dirs(manager), a_task_manager)
     return True
 
 
-def _indexing_plugin_dirs(original: Any, manager: Callable[[], PluginManager]) -> Any:
-    @functools.wraps(original)
-    def initialize_tasks(self: Any, include_path: Any = None, include_defaults: bool = True) -> dict:
+def _indexing_plugin_dirs(manager: Callable[[], PluginManager]) -> Callable[..., dict]:
+    def initialize_tasks(original: Any, task_manager: Any, *args: Any, **kwargs: Any) -> dict:
         # lmms-eval's own index (built-ins unless include_defaults=False, then --include_path), then the plugins'
         # tasks: installed plugins are indexed whatever include_defaults says, like entry-point models.
-        index = original(self, include_path=include_path, include_defaults=include_defaults)
+        index = original(task_manager, *args, **kwargs)
         pm = manager()
-        merged, conflicts = merge_plugin_tasks(plugin_dir_reader(self), index, pm.task_dirs(), pm.task_variants())
+        merged, conflicts = merge_plugin_tasks(plugin_dir_reader(task_manager), index, pm.task_dirs(),
+                                               pm.task_variants())
         for conflict in conflicts:
             logger.warning(f"pathbind: {conflict.message}")
         return merged
 
-    mark(initialize_tasks)
     return initialize_tasks
 
 
@@ -116,7 +119,8 @@ def merge_plugin_tasks(read_dir: Callable[[str], dict], index: dict, dirs: list[
     name is free.
 
     A name keeps its first definition: lmms-eval's index, then the plugins in :func:`plugin_order` (a plugin's
-    folders before its variants); a tag named in several places lists the tasks of all of them. ``read_dir`` is
+    folders before its variants); a tag named in several places lists the tasks of all of them. Each plugin entry
+    names its plugin (``PLUGIN_KEY``): that is what makes its task PathBind's. ``read_dir`` is
     ``TaskManager._get_task_and_group``.
     """
     merged, owners, conflicts = dict(index), {}, []
@@ -124,7 +128,7 @@ def merge_plugin_tasks(read_dir: Callable[[str], dict], index: dict, dirs: list[
         for name, entry in sorted(_plugin_entries(read_dir, contribution.value).items()):
             kept = merged.get(name)
             if kept is None:
-                merged[name], owners[name] = entry, contribution.plugin
+                merged[name], owners[name] = {**entry, PLUGIN_KEY: contribution.plugin}, contribution.plugin
             elif kept["type"] == entry["type"] == "tag":
                 merged[name] = {**kept, "task": [*kept["task"], *entry["task"]]}
             else:
@@ -189,25 +193,19 @@ def task_conflicts(pm: PluginManager | None = None) -> list[str]:
     return [c.message for c in conflicts]
 
 
-def _with_data_root(original: Any, manager: Callable[[], PluginManager]) -> Any:
-    @functools.wraps(original)
-    def get_config(self: Any, name: str) -> dict:
-        config = original(self, name)
-        entry = self.task_index[name]
-        config, yaml_path = _as_variant(entry, config), entry["yaml_path"]
-        if not (VARIANTS_KEY in entry or (isinstance(yaml_path, str) and _in_plugin_dir(yaml_path, manager()))):
-            PLUGIN_TASKS.pop(name, None)
-            if declares_data(config) or _uses_pathbind(config):  # e.g. a copy via --include_path
-                return _in_task(config, name)
-            return config
-        PLUGIN_TASKS[name] = yaml_path
-        try:
-            located = apply_data_root(config)
-        except DataLocationError as exc:  # the message names the data and what to set; the run's names the task
-            raise TaskBuildError(f"task {name}: {exc}") from exc
-        return _in_task(located, name)
-
-    return get_config
+def _get_config(original: Any, task_manager: Any, name: str) -> dict:
+    """lmms-eval's config of task ``name``; a plugin's (a variant's derived from its source's, ``PATHBIND_DATA``
+    applied) and one that asks for PathBind (:func:`~pathbind.lmms.marks.pathbind_config`) with their functions run
+    in their task. Any other is lmms-eval's config object as it is."""
+    config = original(task_manager, name)
+    entry = task_manager.task_index[name]
+    if PLUGIN_KEY not in entry:
+        return _in_task(config, name) if pathbind_config(config) else config
+    try:
+        located = apply_data_root(_as_variant(entry, config))
+    except DataLocationError as exc:  # the message names the data and what to set; the run's names the task
+        raise TaskBuildError(f"task {name}: {exc}") from exc
+    return _in_task(located, name)
 
 
 def _as_variant(entry: dict, config: dict) -> dict:
@@ -236,26 +234,6 @@ def _in_task(config: dict, name: str) -> dict:
     return config
 
 
-def running_tasks(task: Any) -> list[RunningTask]:
-    """The RunningTasks :func:`_in_task` handed an lmms-eval task's functions (none for a task not PathBind's)."""
-    config = getattr(task, "config", None)
-    functions = [getattr(config, key, None) for key in ("process_docs", "doc_to_text", "process_results")]
-    functions += [m.get("aggregation") for m in getattr(config, "metric_list", None) or () if isinstance(m, Mapping)]
-    return list({id(f.task): f.task for f in functions if isinstance(f, InTask)}.values())
-
-
-def _in_plugin_dir(yaml_path: str, manager: PluginManager) -> bool:
-    return any(Path(yaml_path).is_relative_to(c.value) for c in manager.task_dirs())
-
-
-def _uses_pathbind(config: Mapping[str, Any]) -> bool:
-    """A third party's task built on PathBind's own process_docs or process_results."""
-    return any(str(getattr(config.get(key), "__module__", "")).startswith("pathbind")
-               for key in ("process_docs", "process_results"))
-
-
-
-
 class _RecordingRows(InTask):
     """``process_docs`` that first notes the split's rows as loaded (lmms-eval keeps only the converted split; the
     run's data record needs the raw count)."""
@@ -269,7 +247,7 @@ class _RecordingRows(InTask):
 
 
 class _NamingTheTask(_RecordingRows):
-    """``process_docs`` whose error names the task (and is not retried: see _no_retry_for_build_errors); it first
+    """``process_docs`` whose error names the task (and is not retried: see _no_retry); it first
     makes sure this lmms-eval is one PathBind can run on."""
 
     def __call__(self, dataset: Any) -> Any:
@@ -298,35 +276,25 @@ class _NamingTheDocument(InTask):
                             f"{type(exc).__name__}: {exc}") from exc
 
 
-def _no_retry_for_build_errors(task_class: Any) -> None:
-    """lmms-eval retries a task's whole ``download`` (load and ``process_docs``) and each ``process_results`` 5
-    times, 2 s apart, then raises ``RetryError[<Future ...>]``; a TaskError is deterministic, so it is raised at
-    once, as it is."""
-    from tenacity import retry_if_not_exception_type
-
-    for method in ("download", "process_results"):
-        original = getattr(task_class, method)
-        if marked(original) or not callable(getattr(original, "retry_with", None)):
-            continue
-        hooked = original.retry_with(retry=original.retry.retry & retry_if_not_exception_type(TaskError))
-        mark(hooked)
-        setattr(task_class, method, hooked)
+def a_pathbind_task(task: Any, *args: Any, **kwargs: Any) -> bool:
+    return pathbind_task(task)
 
 
-def _naming_failed_tasks(original: Any) -> Any:
-    """Turn the ``RetryError`` a PathBind task's failed build ends in into ``ValueError("task <name>: <cause>")``,
-    chained from the cause (the load error after lmms-eval's retries)."""
-    from tenacity import RetryError
+def _no_retry(method: str) -> Callable[..., Any]:
+    """``ConfigurableTask.<method>`` for PathBind's tasks. lmms-eval retries a task's whole ``download`` (load and
+    ``process_docs``) and each ``process_results`` 5 times, 2 s apart, then raises ``RetryError[<Future ...>]``:
+    a TaskError is deterministic, so it leaves at once, as it is, and a ``download`` that still fails after the
+    retries raises a TaskBuildError naming the task and the cause."""
+    from tenacity import RetryError, retry_if_not_exception_type
 
-    @functools.wraps(original)
-    def load(self: Any, name_or_config: Any = None, *args: Any, **kwargs: Any) -> Any:
-        name = name_or_config.get("task") if isinstance(name_or_config, dict) else name_or_config
+    def run(original: Any, task: Any, *args: Any, **kwargs: Any) -> Any:
+        once = original.retry_with(retry=original.retry.retry & retry_if_not_exception_type(TaskError))
         try:
-            return original(self, name_or_config, *args, **kwargs)
+            return once(task, *args, **kwargs)
         except RetryError as exc:
             cause = exc.last_attempt.exception()
-            if not isinstance(name, str) or name not in PLUGIN_TASKS or cause is None:
+            if method != "download" or cause is None:
                 raise
-            raise TaskBuildError(f"task {name}: {type(cause).__name__}: {cause}") from cause
+            raise TaskBuildError(f"task {task.config.task}: {type(cause).__name__}: {cause}") from cause
 
-    return load
+    return run

@@ -50,7 +50,6 @@ def watch_lmms_eval() -> None:
     when_defined("lmms_eval.tasks", "TaskManager", _install_tasks)
     when_defined("lmms_eval.evaluator", "evaluate", _install_evaluate)
     when_defined("lmms_eval.__main__", "make_table", _install_table)
-    when_defined("lmms_eval.__main__", "cli_evaluate_single", _install_outcome)
     when_defined("lmms_eval.caching.response_cache", "ResponseCache", _install_cache)
 
 
@@ -73,12 +72,6 @@ def _install_table() -> bool:
     from pathbind.lmms.table import install_table_hook
 
     return install_table_hook()
-
-
-def _install_outcome() -> bool:
-    from pathbind.lmms.outcome import install_outcome_hook
-
-    return install_outcome_hook()
 
 
 def _install_cache() -> None:

@@ -1,13 +1,16 @@
-"""Assembles the report: each section from the runs, then report.md, index.html and the PNGs in one folder."""
+"""Assembles the report: each section from the runs, then report.md, index.html, the figures (PNG, SVG, PDF) and
+the tables (CSV, LaTeX) in one folder."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pathbind_analysis.report.accounting import accounting_section
 from pathbind_analysis.report.data_notes import data_notes, run_notes
-from pathbind_analysis.report.document import Section, Table, write_html, write_markdown
+from pathbind_analysis.report.document import Section, Table, write_html, write_markdown, write_tables
 from pathbind_analysis.report.faithfulness import faithfulness_section
+from pathbind_analysis.report.figures import FORMATS
 from pathbind_analysis.report.fmt import cells
 from pathbind_analysis.report.grounding import grounding_section
 from pathbind_analysis.report.leakage import leakage_section
@@ -25,7 +28,8 @@ TITLE = "PathBind report"
 def build_report(run_dirs: list[Path], out: Path, *, pairs: str = "", overlays: int = 6,
                  audits: list[Path] | None = None, matched: list[Path] | None = None,
                  published: list[Path] | None = None) -> list[Path]:
-    """Write ``out/report.md``, ``out/index.html`` and the figures; return the written files.
+    """Write ``out/report.md``, ``out/index.html``, the figures (``figures/``) and the tables (``tables/``); return
+    the written files, report.md and index.html first.
 
     Raises ReportError (naming the folder or argument) for a run folder that does not exist or holds no results,
     an ``--audit`` path or a ``--matched`` or ``--published`` file that does not exist, a ``--published`` CSV
@@ -43,20 +47,26 @@ def build_report(run_dirs: list[Path], out: Path, *, pairs: str = "", overlays: 
     chosen_pairs = resolve_pairs(pairs, runs) if pairs else []
     out.mkdir(parents=True, exist_ok=True)
     figures = out / "figures"
-    for stale in figures.glob("*.png") if figures.is_dir() else []:  # a reused --out: only this report's figures
-        stale.unlink()
-    sections = [_runs_section(runs), accounting_section(runs), vqa_section(runs, figures),
-                grounding_section(runs, figures), overlay_section(runs, figures, overlays), pathview_section(runs),
+    for stale in (file for suffix in FORMATS for file in figures.glob(f"*.{suffix}")) if figures.is_dir() else []:
+        stale.unlink()  # a reused --out: only this report's figures
+    # The headlines first; what was read and dropped (the accounting) after them.
+    sections = [_runs_section(runs, out), vqa_section(runs, figures), grounding_section(runs, figures),
+                overlay_section(runs, figures, overlays), pathview_section(runs),
                 faithfulness_section(runs, figures, overlays), overlap_controls_section(runs, figures),
-                matched_section(matched or []), leakage_section(runs, audits or [], figures, published)]
+                matched_section(matched or []), leakage_section(runs, audits or [], figures, published),
+                accounting_section(runs)]
     if chosen_pairs:
-        sections.insert(4, pairs_section(chosen_pairs, figures))
+        sections.insert(3, pairs_section(chosen_pairs, figures))
     write_markdown(sections, TITLE, out / "report.md")
     write_html(sections, TITLE, out / "index.html")
-    return [out / "report.md", out / "index.html", *sorted(figures.glob("*.png"))]
+    tables = write_tables(sections, out / "tables")
+    return [out / "report.md", out / "index.html", *sorted(file for suffix in FORMATS
+                                                           for file in figures.glob(f"*.{suffix}")), *tables]
 
 
-def _runs_section(runs: list[Run]) -> Section:
-    rows = [cells([run.name, run.model, str(run.path), ", ".join(sorted(run.results))]) for run in runs]
+def _runs_section(runs: list[Run], out: Path) -> Section:
+    """The runs read, each folder relative to the report (the two move together)."""
+    rows = [cells([run.name, run.model, Path(os.path.relpath(run.path.resolve(), out.resolve())).as_posix(),
+                   ", ".join(sorted(run.results))]) for run in runs]
     return Section("Runs", blocks=[Table("Runs read", ["Model", "lmms-eval model", "folder", "tasks"], rows),
                                    *data_notes(runs), *run_notes(runs)])

@@ -11,8 +11,9 @@ def add_report_command(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "report", help="paper-style tables and figures (Markdown + self-contained HTML) from lmms-eval output folders",
         description="Reads the results.json and, where present, the --log_samples logs of each RUN_DIR (one model "
-                    "each) and writes DIR/report.md, DIR/index.html (figures embedded; opens offline) and "
-                    "DIR/figures/*.png. Sections a run lacks are skipped with a note.")
+                    "each) and writes DIR/report.md, DIR/index.html (figures embedded; opens offline), "
+                    "DIR/figures/ (each figure as PNG at 300 dpi, SVG and PDF) and DIR/tables/ (each table as CSV and "
+                    "LaTeX). Sections a run lacks are skipped with a note.")
     parser.add_argument("run_dirs", nargs="+", type=Path, metavar="RUN_DIR", help="lmms-eval --output_path folders")
     parser.add_argument("--out", type=Path, required=True, metavar="DIR", help="folder to write the report to")
     parser.add_argument("--pairs", default="", metavar="A:B,...",
@@ -39,5 +40,7 @@ def run(args: argparse.Namespace) -> int:
     except ReportError as exc:
         print(f"pathbind report: error: {exc}", file=sys.stderr)
         return 1
-    print(f"pathbind report: wrote {written[0]}, {written[1]} and {len(written) - 2} figure(s)")
+    figures = sum(file.parent.name == "figures" for file in written)
+    print(f"pathbind report: wrote {written[0]}, {written[1]}, {figures} figure file(s) (PNG, SVG, PDF) and "
+          f"{len(written) - 2 - figures} table file(s) (CSV, LaTeX)")
     return 0

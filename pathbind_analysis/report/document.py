@@ -1,14 +1,17 @@
-"""The report as data (sections of tables, figures, notes) and its renderings: Markdown and self-contained HTML."""
+"""The report as data (sections of tables, figures, notes) and its renderings: Markdown and self-contained HTML, and
+each table as CSV and LaTeX (booktabs)."""
 
 from __future__ import annotations
 
 import base64
+import csv
 import html
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 BEST = "best"  # bold: the best value of a column (image-conditioned rows)
-BEST_TEXT = "best_text"  # underlined: the best text-only value of a column, as in the paper's Table 2
+BEST_TEXT = "best_text"  # underlined (Markdown: italic): the best text-only value of a column (paper Table 2)
 # The leakage audit's Table 1 colours: red above 80% overlap, orange from 20% to 80%, white where audited clean (0).
 LEAK_HIGH, LEAK_MID, LEAK_CLEAN = "leak_high", "leak_mid", "leak_clean"
 
@@ -69,7 +72,7 @@ def _markdown_block(block: Block, folder: Path) -> list[str]:
 
 def _markdown_cell(cell: Cell) -> str:
     text = cell.text.replace("|", "\\|")
-    return {BEST: f"**{text}**", BEST_TEXT: f"<u>{text}</u>", LEAK_HIGH: f"🟥 {text}", LEAK_MID: f"🟧 {text}",
+    return {BEST: f"**{text}**", BEST_TEXT: f"_{text}_", LEAK_HIGH: f"🟥 {text}", LEAK_MID: f"🟧 {text}",
             LEAK_CLEAN: f"⬜ {text}"}.get(cell.mark, text)
 
 
@@ -105,3 +108,47 @@ def _html_block(block: Block) -> str:
     body = "".join("<tr>" + "".join(f"<td class='{cell.mark}'>{html.escape(cell.text)}</td>" for cell in row) + "</tr>"
                    for row in block.rows)
     return f"<p><b>{html.escape(block.title)}</b></p><table><tr>{head}</tr>{body}</table>"
+
+
+def write_tables(sections: list[Section], folder: Path) -> list[Path]:
+    """Each table as ``NN_title.csv`` (plain cells) and ``NN_title.tex`` (booktabs; bold and underline as the
+    paper marks them), numbered in the report's order; returns the files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in [*folder.glob("*.csv"), *folder.glob("*.tex")]:  # a reused --out: only this report's tables
+        stale.unlink()
+    written = []
+    tables = [block for section in sections for block in section.blocks if isinstance(block, Table)]
+    for number, table in enumerate(tables, start=1):
+        stem = folder / f"{number:02d}_{re.sub(r'[^a-z0-9]+', '_', table.title.lower()).strip('_')[:60]}"
+        with stem.with_suffix(".csv").open("w", encoding="utf-8", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(table.columns)
+            writer.writerows([cell.text for cell in row] for row in table.rows)
+        stem.with_suffix(".tex").write_text(_latex(table), encoding="utf-8")
+        written += [stem.with_suffix(".csv"), stem.with_suffix(".tex")]
+    return written
+
+
+LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+                 "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+                 # the report's symbols, for pdflatex without Unicode input
+                 "↑": r"$\uparrow$", "↓": r"$\downarrow$", "–": "--", "−": "$-$", "σ": r"$\sigma$",
+                 "ρ": r"$\rho$", "Δ": r"$\Delta$", "≥": r"$\geq$", "≤": r"$\leq$", "×": r"$\times$",
+                 "±": r"$\pm$"}
+
+
+def _latex(table: Table) -> str:
+    """A booktabs tabular in a table float with the title as its caption (needs ``\\usepackage{booktabs}``)."""
+    def row(cells: list[str]) -> str:
+        return " & ".join(cells) + r" \\"
+
+    marked = [[{BEST: r"\textbf{%s}", BEST_TEXT: r"\underline{%s}"}.get(cell.mark, "%s") % _tex(cell.text)
+               for cell in cells] for cells in table.rows]
+    return "\n".join([r"\begin{table}", r"\centering", rf"\caption{{{_tex(table.title)}}}",
+                      rf"\begin{{tabular}}{{l{'r' * (len(table.columns) - 1)}}}", r"\toprule",
+                      row([_tex(column) for column in table.columns]), r"\midrule", *map(row, marked),
+                      r"\bottomrule", r"\end{tabular}", r"\end{table}", ""])
+
+
+def _tex(text: str) -> str:
+    return "".join(LATEX_SPECIAL.get(char, char) for char in text)

@@ -64,22 +64,34 @@ def _value(value: Any) -> str:
 
 
 def _two_axis_figure(runs: list[Run], tasks: list[str], out: Path) -> Figure | Note:
-    points = [(run.name, task, run.metric(task, X_METRIC), run.metric(task, Y_METRIC)) for task in tasks
-              for run in runs if _placed(run, task)]
+    points = [(run.name, task, run.metric(task, X_METRIC), run.metric(task, Y_METRIC), run.metric(task, "faith_ci"))
+              for task in tasks for run in runs if _placed(run, task)]
     if not points:
         return Note(f"no run reports finite {X_METRIC} and {Y_METRIC}: two-axis plot skipped")
     figure = new_figure(5.5, 4.2)
     ax = figure.subplots()
     ax.axvline(0, color="0.6", linewidth=1, linestyle=":")
-    for i, (name, task, x, y) in enumerate(points):
+    for i, (name, task, x, y, intervals) in enumerate(points):
         ax.scatter([x], [y], color=colour(i), s=60, zorder=3)
+        ax.errorbar([x], [y], xerr=_reach(x, intervals, X_METRIC), yerr=_reach(y, intervals, Y_METRIC), fmt="none",
+                    ecolor=colour(i), capsize=3, linewidth=1, zorder=2)
         ax.annotate(name if len(tasks) == 1 else f"{name}\n{task}", (x, y), textcoords="offset points",
                     xytext=(6, 4), fontsize=8)
-    heights = [y for *_, y in points]
+    heights = [y for *_, y, _ in points]
     # A mass is a share: keep the whole [0, 1] range in view so one model is not magnified into a spread.
     ax.set(xlim=(-1.05, 1.05), ylim=(min(0.0, *heights), 1.05 * max(1.0, *heights)),
            xlabel=f"attention–occlusion Spearman ρ ({X_METRIC})", ylabel=f"causal mass in the box ({Y_METRIC})",
            title="Is the heat map faithful?")
     ax.text(0.98, 0.98, "faithful ↗", transform=ax.transAxes, ha="right", va="top", fontsize=8, color="0.4")
     return Figure(save(figure, out / "faithfulness.png"), "Each model placed by how well its attention tracks "
-                  "occlusion (x) and how much of the causal effect lies in the expert box (y).")
+                  "occlusion (x) and how much of the causal effect lies in the expert box (y), with the 95% intervals "
+                  "of both (faith_ci: resampling the task's clusters, images by default); a point without bars has "
+                  "no interval (fewer than two clusters).")
+
+
+def _reach(value: float, intervals: Any, metric: str) -> list[list[float]] | None:
+    """The error bar's lengths below and above ``value`` from the metric's interval in ``faith_ci``, or None."""
+    interval = intervals.get(metric) if isinstance(intervals, dict) else None
+    if not (isinstance(interval, dict) and finite(interval.get("low")) and finite(interval.get("high"))):
+        return None
+    return [[max(value - interval["low"], 0.0)], [max(interval["high"] - value, 0.0)]]

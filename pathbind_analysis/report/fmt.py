@@ -24,6 +24,17 @@ def with_change(value: Any, change: Any) -> str:
     return f"{number(value)}{'↓' if change < 0 else '↑'}{abs(change):.1f}"
 
 
+def bounds(interval: Any, *, scale: float = 1.0) -> str:
+    """``[50.2, 77.0]``: a 95% interval's bounds (an interval dict of :mod:`pathbind_metrics.resampling`), ``–``
+    for none, ``[no interval]`` for one that could not be computed (fewer than two clusters)."""
+    if not isinstance(interval, dict):
+        return MISSING
+    low, high = interval.get("low"), interval.get("high")
+    if not (finite(low) and finite(high)):
+        return "[no interval]"
+    return f"[{number(low, scale=scale)}, {number(high, scale=scale)}]"
+
+
 def finite(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
 

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
+from pathbind.lmms_output import sample_record, task_samples
 from pathbind.summary import coverage_flag
 from pathbind_analysis.report.document import Cell, Figure, Note, Section, Table
 from pathbind_analysis.report.figures import colour, new_figure, save
 from pathbind_analysis.report.fmt import best_marks, cells, finite, number
 from pathbind_analysis.report.runs import Run
+from pathbind_metrics import resampling as rs
+from pathbind_tasks.common.clusters import cluster_keys
 from pathbind_tasks.common.grounding_records import Q_DEFAULT
 
 # Table 3 order: PathBind-Grounding, then PathVG, then the demo; any other task with attn_iou follows by name.
@@ -107,18 +111,24 @@ def _q_sweep_figure(runs: list[Run], task: str, out: Path) -> Figure | Note:
     sweeps = {run.name: run.metric(task, "q_sweep") or {} for run in runs if task in run.results}
     if not any(finite(v) for sweep in sweeps.values() for by in sweep.values() for v in by.values()):
         return Note(f"{task}: no finite threshold-sweep value (q_sweep): figure skipped")
+    logged = {run.name: logged_records(run, task) for run in runs if run.name in sweeps}
     figure = new_figure(10, 3.2)
     for ax, (measure, label) in zip(figure.subplots(1, 3), REGION, strict=True):
         for i, (name, sweep) in enumerate(sweeps.items()):
             qs = sorted(sweep, key=float)
             values = [100 * sweep[q].get(measure, float("nan")) for q in qs]
             ax.plot([float(q) for q in qs], values, marker="o", color=colour(i), label=_label(name, values))
+            if records := logged[name]:
+                bands = [item_interval(records, [r[measure].get(q, math.nan) for r in records]) for q in qs]
+                ax.fill_between([float(q) for q in qs], *zip(*bands, strict=True), color=colour(i), alpha=0.2,
+                                linewidth=0)
         ax.axvline(Q_DEFAULT, color="0.6", linestyle=":", linewidth=1)
         ax.set(title=label, xlabel="attended fraction q", ylabel=f"{label} (%)", ylim=(0, 100))
     figure.axes[0].legend(fontsize=8)
     figure.suptitle(f"{task}: threshold sweep (dotted: the default q = {Q_DEFAULT})")
     return Figure(save(figure, out / f"q_sweep_{task}.png"), f"{task}: IoU, precision and recall of the top-q mask "
-                  "against the box at each attended fraction q; a model absent from a panel could not be scored.")
+                  "against the box at each attended fraction q; a model absent from a panel could not be scored. "
+                  + intervals_said(logged, "Bands"))
 
 
 def _layer_figure(runs: list[Run], task: str, out: Path) -> Figure | Note:
@@ -127,19 +137,55 @@ def _layer_figure(runs: list[Run], task: str, out: Path) -> Figure | Note:
     layers += sorted({name for s in sweeps.values() for name in s} - set(layers))
     if not any(finite(s.get(layer, {}).get("iou")) for s in sweeps.values() for layer in layers):
         return Note(f"{task}: no finite layer-aggregation value (layer_sweep): figure skipped")
+    logged = {run.name: logged_records(run, task) for run in runs if run.name in sweeps}
     figure = new_figure(max(5.0, 1.2 * len(layers) + 2), 3.2)
     ax = figure.subplots()
     width = 0.8 / max(len(sweeps), 1)
     for i, (name, sweep) in enumerate(sweeps.items()):
         heights = [100 * sweep.get(layer, {}).get("iou", float("nan")) for layer in layers]
-        ax.bar([x + (i - (len(sweeps) - 1) / 2) * width for x in range(len(layers))], heights, width,
-               color=colour(i), label=_label(name, heights))
+        xs = [x + (i - (len(sweeps) - 1) / 2) * width for x in range(len(layers))]
+        ax.bar(xs, heights, width, color=colour(i), label=_label(name, heights))
+        if records := logged[name]:
+            lows, highs = zip(*(item_interval(records, [r["layers"].get(layer, {}).get("iou", math.nan)
+                                                        for r in records]) for layer in layers), strict=True)
+            shown = [k for k in range(len(layers)) if finite(heights[k]) and finite(lows[k])]
+            ax.errorbar([xs[k] for k in shown], [heights[k] for k in shown], fmt="none", ecolor="black", capsize=3,
+                        yerr=[[heights[k] - lows[k] for k in shown], [highs[k] - heights[k] for k in shown]])
     ax.set_xticks(range(len(layers)), [f"{layer} third" if layer in LAYER_ORDER[:3] else f"{layer} layers"
                                        for layer in layers])
     ax.set(ylabel=f"IoU at q = {Q_DEFAULT} (%)", ylim=(0, 100), title=f"{task}: layer aggregation")
     ax.legend(fontsize=8)
     return Figure(save(figure, out / f"layer_sweep_{task}.png"), f"{task}: IoU of maps averaged over the shallow, "
-                  "middle (the default), deep third and all decoder layers; a missing bar could not be scored.")
+                  "middle (the default), deep third and all decoder layers; a missing bar could not be scored. "
+                  + intervals_said(logged, "Error bars"))
+
+
+def logged_records(run: Run, task: str) -> list[dict[str, Any]]:
+    """The run's grounding item records of ``task`` from its sample logs ([] without them)."""
+    try:
+        samples = task_samples(run.path, task)
+    except ValueError:
+        return []
+    return [r for r in map(sample_record, samples) if r is not None and isinstance(r.get("iou"), dict)]
+
+
+def item_interval(records: list[dict[str, Any]], values: list[float]) -> tuple[float, float]:
+    """The 95% cluster interval (%) of the mean of ``values`` (one per record; NaN: not scored), as the task's
+    ``attn_ci``."""
+    keys, cluster = cluster_keys(records)
+    interval = rs.mean_interval(values, keys, cluster=cluster, scale=100.0)
+    return interval["low"], interval["high"]
+
+
+def intervals_said(logged: dict[str, list[dict[str, Any]]], kind: str) -> str:
+    """What the figure's intervals resample, computed here from the sample logs (the run stores none per point),
+    and which models have none."""
+    clusters = sorted({cluster_keys(records)[1] for records in logged.values() if records})
+    without = [name for name, records in logged.items() if not records]
+    said = (f"{kind}: 95% intervals resampling {', '.join(clusters)}s, from the item records of the sample logs "
+            "(results.json stores none per point)." if clusters else "")
+    return said + (f" No interval for {', '.join(without)}: no sample log of the task (run with --log_samples)."
+                   if without else "")
 
 
 def _label(name: str, values: list[float]) -> str:

@@ -3,16 +3,20 @@ random-size box, in the default layers and across nine layer groups (the groundi
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
 from pathbind_analysis.report.document import Figure, Note, Section, Table
 from pathbind_analysis.report.figures import colour, new_figure, save
 from pathbind_analysis.report.fmt import cells, finite, number
+from pathbind_analysis.report.grounding import intervals_said, item_interval, logged_records
 from pathbind_analysis.report.runs import Run
 
 BOXES = (("true", "true box"), ("shifted", "shifted"), ("far", "random far"), ("random_size", "random size"))
 ALPHA = 0.05
+NO_INTERVAL = ("the IoU columns are means over the items with no interval: the run's overlap_controls stores 95% "
+               "intervals only for the paired changes Δ = true − control (sign-flip test by cluster), shown beside.")
 
 
 def overlap_controls_section(runs: list[Run], out: Path) -> Section:
@@ -28,7 +32,7 @@ def overlap_controls_section(runs: list[Run], out: Path) -> Section:
                                    "reported it, or no grounding task): skipped"))
     for task in tasks:
         ran = [(run, run.metric(task, "overlap_controls")) for run in runs if run.metric(task, "overlap_controls")]
-        section.blocks += [_table(ran, task), *_verdicts(ran, task)]
+        section.blocks += [_table(ran, task), Note(f"{task}: {NO_INTERVAL}"), *_verdicts(ran, task)]
         section.blocks.append(_sweep_figure(ran, task, out))
     return section
 
@@ -90,8 +94,14 @@ def _sweep_figure(ran: list[tuple[Run, dict[str, Any]]], task: str, out: Path) -
     if not ran:
         return Note(f"{task}: no model with decoder layers: the layer-group figure is skipped")
     figure = new_figure(3.4 * len(ran), 3.2)
+    logged = {run.name: logged_records(run, task) for run, _ in ran}
     for ax, (run, controls) in zip(figure.subplots(1, len(ran), squeeze=False)[0], ran, strict=True):
         ninths = [name for name in controls["groups"] if name.startswith("ninth_")]
+        if records := logged[run.name]:
+            bands = [item_interval(records, [r.get("overlap_controls", {}).get(name, {}).get("true", math.nan)
+                                             for r in records]) for name in ninths]
+            ax.fill_between(range(1, len(ninths) + 1), *zip(*bands, strict=True), color=colour(0), alpha=0.2,
+                            linewidth=0)
         for i, (kind, label) in enumerate(BOXES):
             values = [100 * controls["groups"][name][kind] if finite(controls["groups"][name][kind]) else float("nan")
                       for name in ninths]
@@ -103,4 +113,6 @@ def _sweep_figure(ran: list[tuple[Run, dict[str, Any]]], task: str, out: Path) -
     return Figure(save(figure, out / f"overlap_controls_{task}.png"),
                   f"{task}: IoU of the top-10% attention mask with the true box (solid) and each control box "
                   "(dashed) in each ninth of the decoder; a model whose true line is not above the others does not "
-                  "point at the evidence in those layers.")
+                  "point at the evidence in those layers. " + intervals_said(logged, "Band (true box)")
+                  + " The controls' lines are point values; the table gives each change true − control its "
+                  "interval.")

@@ -7,6 +7,7 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pathbind_analysis.pairs import adjust, compare
 from pathbind_analysis.report.document import Figure, Note, Section, Table
@@ -85,6 +86,8 @@ class Panel:
     values: list[tuple[float | None, float | None]]
     tasks: list[list[str]]
     missing: str  # why the panel has no pair, in words
+    # per pair, the (general, tuned) 95% intervals: stored for a value of one task or dimension, None for an average
+    intervals: list[tuple[Any, ...]]
 
     def drawn(self) -> bool:
         return any(general is not None and tuned is not None for general, tuned in self.values)
@@ -113,20 +116,22 @@ def figure_4_panels(pairs: list[tuple[Run, Run]]) -> list[Panel]:
 def _mg_panel(pairs: list[tuple[Run, Run]], key: str, title: str,
               columns_of: Callable[[list[Run]], list[Column]]) -> Panel:
     """Each model's MG averaged over the columns both models of its pair report (as the tables' Avg.)."""
-    values, tasks = [], []
+    values, tasks, intervals = [], [], []
     for general, tuned in pairs:
         shared = [c for c in columns_of([general, tuned])
                   if finite(c.value(general, "mg")) and finite(c.value(tuned, "mg"))]
         values.append((average(general, shared, "mg"), average(tuned, shared, "mg")) if shared else (None, None))
         tasks.append(list(dict.fromkeys(c.task for c in shared)))
-    return Panel(key, title, "points", values, tasks, "no pair has a task of it with MG under both models")
+        intervals.append(tuple(shared[0].interval(run, "mg") if len(shared) == 1 else None
+                               for run in (general, tuned)))
+    return Panel(key, title, "points", values, tasks, "no pair has a task of it with MG under both models", intervals)
 
 
 def _grounding_panel(pairs: list[tuple[Run, Run]], key: str, title: str, measure: str) -> Panel:
     """The measure (%) on PathBind-Grounding: over the items of both splits, as the paper's figure (each split's mean
     weighted by its scored items); else one split; else the first grounding task both models report."""
     values: list[tuple[float | None, float | None]] = []
-    tasks = []
+    tasks, intervals = [], []
     for general, tuned in pairs:
         found = grounding_tasks([general, tuned])
         candidates = [*GROUNDING_ORDER, *((task,) for task in found)]
@@ -134,8 +139,16 @@ def _grounding_panel(pairs: list[tuple[Run, Run]], key: str, title: str, measure
                        and all(_pooled(run, group, measure) is not None for run in (general, tuned))), ())
         values.append((_pooled(general, chosen, measure), _pooled(tuned, chosen, measure)) if chosen else (None, None))
         tasks.append(list(chosen))
+        intervals.append(tuple(_scaled((run.metric(chosen[0], "attn_ci") or {}).get(measure)) if len(chosen) == 1
+                               else None for run in (general, tuned)))
     return Panel(key, title, "%", values, tasks,
-                 f"no pair has a grounding task with a finite {measure} under both models")
+                 f"no pair has a grounding task with a finite {measure} under both models", intervals)
+
+
+def _scaled(interval: Any) -> Any:
+    """A grounding interval (fractions) in percent, as the panel's values."""
+    return {**interval, "low": 100 * interval["low"], "high": 100 * interval["high"]} if isinstance(
+        interval, dict) else None
 
 
 def _pooled(run: Run, tasks: tuple[str, ...], measure: str) -> float | None:
@@ -190,11 +203,16 @@ def _figure(pairs: list[tuple[Run, Run]], panels: list[Panel], out: Path) -> Fig
     figure = new_figure(3.4 * len(panels), 4.0)
     axes = figure.subplots(1, len(panels), squeeze=False)[0]
     for ax, panel in zip(axes, panels, strict=True):
-        for (general, tuned), (general_run, tuned_run) in zip(panel.values, pairs, strict=True):
+        for (general, tuned), (general_run, tuned_run), bounds in zip(panel.values, pairs, panel.intervals,
+                                                                       strict=True):
             if general is None or tuned is None:
                 continue
             line = UP if tuned > general else DOWN if tuned < general else FLAT
             ax.plot([0, 1], [general, tuned], color=line, marker="o")
+            for x, value, interval in ((0, general, bounds[0]), (1, tuned, bounds[1])):
+                if isinstance(interval, dict) and finite(interval.get("low")) and finite(interval.get("high")):
+                    ax.errorbar(x, value, yerr=[[value - interval["low"]], [interval["high"] - value]], color=line,
+                                capsize=3)
             for x, value, run, align in ((0, general, general_run, "right"), (1, tuned, tuned_run, "left")):
                 ax.annotate(run.name, (x, value), textcoords="offset points", xytext=(-5 if x == 0 else 5, 0),
                             fontsize=7, va="center", ha=align)
@@ -206,4 +224,7 @@ def _figure(pairs: list[tuple[Run, Run]], panels: list[Panel], out: Path) -> Fig
     figure.suptitle("General → pathology-tuned")
     return Figure(save(figure, out / "pairs.png"), "Figure 4 form: each line joins a general model (left) to its tuned "
                   "descendant (right), green where tuning raised the measure, red where it lowered it; each panel "
-                  "names the tasks it averages, and a panel no pair reports is left out (see the notes).")
+                  "names the tasks it averages, and a panel no pair reports is left out (see the notes). Error bars: "
+                  "the 95% interval the run stores for a value of one task or dimension; an average over several "
+                  "has none (their items differ: no one resampling covers it), so its point stands alone; the "
+                  "paired changes' intervals are in the table above.")

@@ -12,7 +12,7 @@ from typing import Any
 from pathbind.lmms_output import sample_record, task_samples
 from pathbind.summary import coverage_flag
 from pathbind_analysis.report.document import BEST_TEXT, Cell, Note, Table
-from pathbind_analysis.report.fmt import MISSING, best_marks, cells, finite, number, with_change
+from pathbind_analysis.report.fmt import MISSING, best_marks, bounds, cells, finite, number, with_change
 from pathbind_analysis.report.runs import Run
 
 AVERAGE = "Avg."
@@ -36,6 +36,13 @@ class Column:
         if self.dimension is None:
             return run.metric(self.task, metric)
         return ((run.metric(self.task, "by_dimension") or {}).get(self.dimension) or {}).get(metric)
+
+    def interval(self, run: Run, metric: str) -> Any:
+        """The metric's 95% interval in the task's ``ci95`` (per dimension under ``by_dimension``), or None."""
+        intervals = run.metric(self.task, "ci95") or {}
+        if self.dimension is not None:
+            intervals = (intervals.get("by_dimension") or {}).get(self.dimension) or {}
+        return intervals.get(metric)
 
 
 def average(run: Run, columns: Sequence[Column], metric: str) -> float | None:
@@ -90,7 +97,8 @@ def paper_table(runs: list[Run], columns: list[Column], title: str) -> list[Tabl
         shown = [with_change(value, gain) for value, gain in zip(image[i], gains[i], strict=True)]
         rows.append([Cell(_flagged(run, columns)), Cell("VLM"), *cells(shown, image_marks[i])])
         rows.append([Cell(""), Cell("VLM-text"), *cells([number(v) for v in text[i]], text_marks[i])])
-    blocks: list[Table | Note] = [Table(title, ["Model", "Strategy", *(c.label for c in columns), AVERAGE], rows)]
+    blocks: list[Table | Note] = [Table(title, ["Model", "Strategy", *(c.label for c in columns), AVERAGE], rows),
+                                  _interval_table(ran, columns, title)]
     if unknown:
         blocks.append(Note(f"{title}: no Random Choice for {', '.join(unknown)}: no sample log of the task records "
                            "its items' option counts (run with --log_samples; runs before PathBind stored "
@@ -99,6 +107,21 @@ def paper_table(runs: list[Run], columns: list[Column], title: str) -> list[Tabl
     if partial:
         blocks.append(Note(f"{title}: no {AVERAGE} for {', '.join(partial)}: the run lacks a column of the table"))
     return blocks
+
+
+INTERVALS = (("acc_image", "VLM"), ("mg", "MG"), ("acc_text", "VLM-text"))
+
+
+def _interval_table(ran: list[Run], columns: list[Column], title: str) -> Table:
+    """The 95% intervals of the table's values (accuracy with the image, its MG, accuracy without), each column's
+    from its task's ``ci95``; the paper's cells above stay in its form. Avg. has none: a mean over columns whose
+    items differ is no one resampling's statistic."""
+    clusters = sorted({str(i.get("cluster")) for run in ran for c in columns for metric, _ in INTERVALS
+                       if isinstance(i := c.interval(run, metric), dict) and i.get("cluster")})
+    rows = [cells([run.name if k == 0 else "", label, *(bounds(c.interval(run, metric)) for c in columns)])
+            for run in ran for k, (metric, label) in enumerate(INTERVALS)]
+    return Table(f"{title}: 95% intervals (resampling {', '.join(clusters) or 'cluster'}s)",
+                 ["Model", "measure", *(c.label for c in columns)], rows)
 
 
 def _flagged(run: Run, columns: Sequence[Column]) -> str:

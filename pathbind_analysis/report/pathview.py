@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathbind.summary import coverage_flag
 from pathbind_analysis.report.document import Cell, Note, Section, Table
-from pathbind_analysis.report.fmt import best_marks, cells, number
+from pathbind_analysis.report.fmt import best_marks, bounds, cells, number
 from pathbind_analysis.report.runs import BASELINE_MODEL, Run
 
 # metric -> (label, higher is better); shown in this order when a task reports it.
@@ -15,7 +15,9 @@ METRICS = {"dice": ("Dice", True), "accuracy": ("accuracy %", True), "mae": ("MA
 
 
 def pathview_section(runs: list[Run]) -> Section:
-    section = Section("PathView-Bench", "One row per task and metric, one column per model; bold: the best model "
+    section = Section("PathView-Bench", "One row per task and metric, one column per model, each value with its 95% "
+                      "interval where the task computes one (resampling its clusters, images by default); bold: the "
+                      "best model "
                       f"(baselines, runs of {BASELINE_MODEL}, are not ranked). SRR: safe refusal rate on the "
                       "field-of-view traps; false refusals: refusals on answerable items.")
     tasks = sorted({task for run in runs for task in run.results
@@ -40,5 +42,7 @@ def _row(runs: list[Run], task: str, metric: str, *, flagged: bool = False) -> l
     marks = best_marks([None if run.baseline else v for run, v in zip(runs, values, strict=True)],
                        higher_is_better=higher)
     flags = [coverage_flag(run.metric(task, "accounting")) if flagged else "" for run in runs]
-    texts = [number(v) + (f" [{flag}]" if flag else "") for v, flag in zip(values, flags, strict=True)]
+    intervals = [(run.metric(task, "ci95") or {}).get(metric) for run in runs]
+    texts = [number(v) + (f" {bounds(i)}" if i else "") + (f" [{flag}]" if flag else "")
+             for v, i, flag in zip(values, intervals, flags, strict=True)]
     return [Cell(task), Cell(label), *cells(texts, marks)]

@@ -26,7 +26,7 @@ def vqa_section(runs: list[Run], figures: Path) -> Section:
     section = Section("VQA: accuracy with the image and Multimodal Gain",
                       "Accuracy (%) with the image, and after the arrow the Multimodal Gain over the same items "
                       "without the image (VLM row); accuracy without the image (VLM-text row). Bold: best VLM value "
-                      "of a column; underlined: best VLM-text value.")
+                      "of a column; underlined (italic in the Markdown): best VLM-text value.")
     tasks = vqa_tasks(runs)
     if not tasks:
         section.blocks.append(Note("no run has a VQA task with text-only accuracy (metric mg)"))

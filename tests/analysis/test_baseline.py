@@ -35,7 +35,8 @@ def test_the_change_over_a_baseline_is_pathbind_pairs_and_lmms_evals_fields_agre
     blind = _log(demo_blind["out"], YESNO)
     result = lmms_eval(tmp_path, "pathbind_control", YESNO, "--baseline", str(blind))
     task = result["results"]["results"][YESNO]
-    rows = [{k: v for k, v in row.items() if k not in ("general", "tuned")} for row in task["baseline,none"]["pairs"]]
+    rows = [{k: v for k, v in row.items() if k not in ("general", "tuned", "metric")}
+            for row in task["baseline,none"]["pairs"]]
     assert rows == _pairs(demo_blind["out"], result["out"], "--vqa-task", YESNO)
     assert [row["measure"] for row in rows] == ["ΔAcc", "ΔMG"] and rows[0]["n"] == 24
     assert (task["delta_acc,none"], task["delta_mg,none"]) == (rows[0]["delta"], rows[1]["delta"])
@@ -45,13 +46,23 @@ def test_the_change_over_a_baseline_is_pathbind_pairs_and_lmms_evals_fields_agre
     console = result["stdout"] + result["stderr"]
     assert "ΔAcc" in console and f"{rows[0]['ci95']['low']:.3g}" in console
     assert "N/A" not in json.dumps(result["results"]["results"])
+    # The console table: lmms-eval's paired figure on acc_image alone, PathBind's clustered one on the Δ rows.
+    header, *lines = [line for line in result["stdout"].splitlines() if line.startswith("|")]
+    names = [cell.strip() for cell in header.split("|")]
+    table = {cells[names.index("Metric")]: cells for cells in ([c.strip() for c in line.split("|")] for line in lines)
+             if len(cells) == len(names) and YESNO in cells[names.index("Tasks")]}
+    assert table["acc_image"][names.index("P_Value")] == f"{task['paired_pvalue']:.4f}*"
+    assert table["delta_acc"][names.index("CI")] == f"[{rows[0]['ci95']['low']:+.3g}, {rows[0]['ci95']['high']:+.3g}]"
+    assert table["delta_acc"][names.index("P_Value")].endswith(" (Holm)")
+    assert all(table[m][names.index(c)] == "" for m in ("acc_text", "invalid_rate") for c in ("Diff", "CI", "P_Value"))
+    assert "--baseline: on acc_image, Baseline/Diff/CI/P_Value are lmms-eval's paired t-test" in result["stdout"]
 
 
 def test_a_grounding_task_pairs_with_a_log_of_the_0x_format(tmp_path):
     """ΔIoU and ΔRecall over a 0.x log of the same items: `pathbind pairs`' rows."""
     result = lmms_eval(tmp_path, "pathbind_control", GROUNDING, "--limit", "6", "--baseline",
                        str(_log(OLD / "pathbind_control", GROUNDING)))
-    rows = [{k: v for k, v in row.items() if k not in ("general", "tuned")}  # NaN as null, as pairs --json writes it
+    rows = [{k: v for k, v in row.items() if k not in ("general", "tuned", "metric")}  # NaN as null, as pairs writes
             for row in json.loads(dumps_strict(result["results"]["results"][GROUNDING]["baseline,none"]["pairs"]))]
     assert rows == _pairs(OLD / "pathbind_control", result["out"], "--grounding-task", GROUNDING)
     assert [(row["measure"], row["n"], row["delta"]) for row in rows] == [("ΔIoU", 6, 0.0), ("ΔRecall", 6, 0.0)]

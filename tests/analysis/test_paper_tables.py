@@ -58,9 +58,9 @@ def test_table_1_has_a_column_per_benchmark_the_average_and_chance_per_option_co
     assert rows_of(markdown, title) == [
         "| Random Choice | - | 50.0 | 20.0 | 37.5 | 35.8 |",
         "| model_a | VLM | **60.0↑10.0** | **30.0↑10.0** | **69.0↑9.0** | **53.0↑9.7** |",
-        "|  | VLM-text | 50.0 | <u>20.0</u> | <u>60.0</u> | <u>43.3</u> |",
+        "|  | VLM-text | 50.0 | _20.0_ | _60.0_ | _43.3_ |",
         "| model_b | VLM | 55.0↑3.0 | – | – | – |",
-        "|  | VLM-text | <u>52.0</u> | – | – | – |"]
+        "|  | VLM-text | _52.0_ | – | – | – |"]
     assert f"{title}: no Avg. for model_b: the run lacks a column of the table" in markdown
 
 

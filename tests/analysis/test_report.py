@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 from conftest import BIN, run
@@ -38,7 +40,7 @@ def test_vqa_table_has_the_papers_form(report):
     assert "| pathbind_control | VLM | **100.0↑80.0** |" in markdown
     assert "**100.0↑65.0** |" in markdown  # D-all (Avg.) of the positive control
     assert "| pathbind_blind | VLM | 20.0↑0.0 |" in markdown and "35.0↑0.0 |" in markdown  # the blind's MG is 0
-    assert "|  | VLM-text | <u>20.0</u> |" in markdown
+    assert "|  | VLM-text | _20.0_ |" in markdown
     assert "| Random Choice | - | 25.0 |" in markdown
 
 
@@ -98,6 +100,104 @@ def test_html_is_self_contained_and_figures_exist(report):
     assert {"q_sweep_pathbind_demo_grounding.png", "layer_sweep_pathbind_demo_grounding.png", "pairs.png",
             "overlays_pathbind_demo_grounding_success.png"} <= names
     assert all((report / path).stat().st_size > 1000 for path in linked)
+
+
+@pytest.mark.slow
+def test_figures_and_tables_come_in_a_papers_formats(report, runs):
+    """Each figure as PNG at 300 dpi, SVG and PDF; each table as CSV (its cells, read back by csv) and a booktabs
+    LaTeX table; the Markdown holds no HTML tag and names the run folders relative to the report; the headline
+    tables come before the accounting."""
+    import csv
+
+    from PIL import Image
+
+    pngs = sorted((report / "figures").glob("*.png"))
+    assert pngs
+    for png in pngs:
+        assert png.with_suffix(".svg").read_text().lstrip().startswith("<?xml")
+        assert png.with_suffix(".pdf").read_bytes().startswith(b"%PDF")
+        assert Image.open(png).info["dpi"] == pytest.approx((300, 300), abs=0.5)
+    markdown = (report / "report.md").read_text()
+    assert not re.search(r"</?[a-z]+[ >]", markdown)
+    tables = re.findall(r"^\*\*(.+)\*\*$", markdown, re.MULTILINE)
+    csvs, texs = sorted((report / "tables").glob("*.csv")), sorted((report / "tables").glob("*.tex"))
+    assert len(csvs) == len(texs) == len(tables)
+    with next(f for f in csvs if "rows_accounted_for" in f.name).open(newline="") as handle:
+        rows = list(csv.reader(handle))
+    assert rows[0] == ["Model", "task", "rows", "evaluated", "dropped", "reasons"] and len(rows) > 2
+    assert f"| {rows[1][0]} | {rows[1][1]} | {rows[1][2]} | {rows[1][3]} |" in markdown
+    tex = next(f for f in texs if "rows_accounted_for" in f.name).read_text()
+    assert "\\toprule" in tex and "\\midrule" in tex and "\\bottomrule" in tex and tex.count("\\\\") == len(rows)
+    for name, folder in runs.items():
+        relative = Path(os.path.relpath(folder, report)).as_posix()
+        assert f"| {name} | {name} | {relative} |" in markdown
+    page = (report / "index.html").read_text()
+    assert page.index("<h2>VQA") < page.index("<h2>Rows accounted for")
+
+
+@pytest.mark.slow
+def test_vqa_and_pathview_tables_carry_the_runs_intervals(report, demo_control):
+    """Beside each Table 2-form table, its 95% intervals as the run's ci95 holds them (per dimension); each PathView
+    value with its interval."""
+    markdown = (report / "report.md").read_text()
+    results = demo_control["results"]["results"]
+    by_dimension = results["pathbind_demo_vqa"]["ci95,none"]["by_dimension"]
+    dimensions = sorted(by_dimension)
+
+    def shown(interval, scale=1.0):
+        return f"[{interval['low'] * scale:.1f}, {interval['high'] * scale:.1f}]"
+
+    assert "**pathbind_demo_vqa (Table 2 form): 95% intervals (resampling images)**" in markdown
+    assert ("|  | MG | " + " | ".join(shown(by_dimension[d]["mg"]) for d in dimensions) + " |") in markdown
+    dice = results["pathbind_pathview_demo_region_ogd"]["ci95,none"]["dice"]
+    value = results["pathbind_pathview_demo_region_ogd"]["dice,none"]
+    assert f"| pathbind_pathview_demo_region_ogd | Dice | **{value:.1f} {shown(dice)}** |" in markdown
+
+
+@pytest.mark.slow
+def test_ablation_and_overlap_tables_show_the_stored_intervals_and_say_where_none_is(report, demo_control):
+    """Table A.3's and Figure A.1's drops with the run's ci95 intervals; the ablated accuracies and the overlap
+    controls' mean IoUs, which have none stored, are named as such rather than given one."""
+    markdown = (report / "report.md").read_text()
+    task = "pathbind_demo_vqa_ablation"
+    results = demo_control["results"]["results"][task]
+    intervals = results["ci95,none"]
+
+    def shown(metric):
+        interval = intervals[metric]
+        return f"{results[f'{metric},none']:.1f} [{interval['low']:.1f}, {interval['high']:.1f}]"
+
+    assert (f"**Table A.3 form: {task}, drop in accuracy (points) when the image is ablated, with 95% intervals "
+            "(resampling images)**") in markdown
+    assert ("| pathbind_control | " + " | ".join(shown(m) for m in ("acc_image", "drop_blank", "drop_swap_same",
+                                                                    "drop_swap_cross")) + " |") in markdown
+    blur = sorted((m.removesuffix(",none") for m in results if m.startswith("drop_blur_")),
+                  key=lambda m: float(m.removeprefix("drop_blur_")))
+    assert len(blur) == 4 and ("| pathbind_control | " + " | ".join(shown(m) for m in ("acc_image", *blur))
+                               + " |") in markdown
+    assert f"{task}: the accuracies with the image replaced or blurred (Table A.3, Figure A.1) carry no interval" \
+        in markdown
+    assert "pathbind_demo_grounding: the IoU columns are means over the items with no interval" in markdown
+
+
+@pytest.mark.slow
+def test_the_sweep_figures_intervals_are_the_tasks_own_and_said(report, demo_control):
+    """The bands drawn over the threshold sweep come from the sample logs' item records: at the default q they are the
+    task's stored attn_ci; the captions say what they resample, and the overlap controls' IoU table that it has none."""
+    from pathbind_analysis.report.grounding import item_interval, logged_records
+    from pathbind_analysis.report.runs import load_runs
+    from pathbind_tasks.common.grounding_records import Q_DEFAULT
+
+    task = "pathbind_demo_grounding"
+    records = logged_records(load_runs([demo_control["out"]])[0], task)
+    stored = demo_control["results"]["results"][task]["attn_ci,none"]["attn_iou"]
+    assert len(records) == stored["items"]
+    assert item_interval(records, [r["iou"][str(Q_DEFAULT)] for r in records]) == pytest.approx(
+        (100 * stored["low"], 100 * stored["high"]))
+    markdown = (report / "report.md").read_text()
+    assert "Bands: 95% intervals resampling images, from the item records of the sample logs" in markdown
+    assert "Error bars: 95% intervals resampling images, from the item records of the sample logs" in markdown
+    assert "Error bars: the 95% interval the run stores for a value of one task or dimension" in markdown
 
 
 @pytest.mark.slow
@@ -260,7 +360,7 @@ def test_a_reused_out_folder_keeps_no_old_figure(tmp_path):
     assert done.returncode == 0, done.stderr
     made = sorted(figures.glob("*.png"))
     assert "grounding_iou.png" not in [p.name for p in made]
-    assert done.stdout.strip().endswith(f"and {len(made)} figure(s)")
+    assert f", {len(made)} figure file(s) (PNG, SVG, PDF) and " in done.stdout
 
 
 def test_the_report_says_which_results_it_took_and_what_differs_between_runs(tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from types import SimpleNamespace
 
@@ -85,7 +86,7 @@ def fake_evaluate(lm, task_dict, limit=None, log_samples=True, cli_args=None):
 
 def test_the_hook_passes_only_supported_tasks_and_reports_the_skipped():
     """evaluate receives the supported tasks; results["pathbind"] holds the skipped ones with their reasons."""
-    hooked = _skipping_unsupported(fake_evaluate, inspect.signature(fake_evaluate))
+    hooked = functools.partial(_skipping_unsupported(inspect.signature(fake_evaluate)), fake_evaluate)
     results = hooked(lm=TextOnly(), task_dict={"vqa": task(), "grounding": task("attention")},
                      cli_args=SimpleNamespace(model="openai"))
     assert list(results["results"]) == ["vqa"]
@@ -97,7 +98,7 @@ def test_with_every_task_skipped_evaluate_is_not_called(monkeypatch):
     def never(*args, **kwargs):
         raise AssertionError("evaluate must not run without tasks")
 
-    hooked = _skipping_unsupported(never, inspect.signature(fake_evaluate))
+    hooked = functools.partial(_skipping_unsupported(inspect.signature(fake_evaluate)), never)
     results = hooked(TextOnly(), {"grounding": task("attention")}, log_samples=False)
     assert results["results"] == {} and "samples" not in results and "grounding" in results["pathbind"]["skipped_tasks"]
     assert "samples" in hooked(TextOnly(), {"grounding": task("attention")}, log_samples=True)
@@ -111,7 +112,7 @@ def test_a_failing_check_runs_every_task(monkeypatch):
         raise RuntimeError("boom")
 
     monkeypatch.setattr("pathbind.lmms.evaluate.split_supported", broken)
-    hooked = _skipping_unsupported(fake_evaluate, inspect.signature(fake_evaluate))
+    hooked = functools.partial(_skipping_unsupported(inspect.signature(fake_evaluate)), fake_evaluate)
     results = hooked(TextOnly(), {"grounding": task("attention")})
     assert list(results["results"]) == ["grounding"] and results["pathbind"]["skipped_tasks"] == {}
 

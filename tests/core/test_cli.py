@@ -326,3 +326,24 @@ def test_the_command_line_starts_without_the_libraries_its_commands_use(tmp_path
             "print(sorted({'torch', 'scipy', 'sklearn', 'datasets', 'matplotlib'} & set(sys.modules)))")
     done = run([sys.executable, "-c", code], cwd=tmp_path)
     assert done.returncode == 0 and done.stdout.strip().splitlines()[-1] == "[]", done.stderr[-2000:]
+
+
+def test_summary_prints_each_headlines_interval(tmp_path):
+    """Each metric with a 95% interval in the task's results (``ci95``, per dimension too) is shown with it, one on
+    few clusters marked; a metric without one is shown bare; --json carries the bounds, cluster and warning."""
+    ci95 = {"acc_image": {"low": 61.3, "high": 90.5, "cluster": "image", "clusters": 12, "warning": "only 12"},
+            "mg": {"low": -4.0, "high": 30.1, "cluster": "patient", "clusters": 40, "warning": ""},
+            "by_dimension": {"D1": {"mg": {"low": 2.0, "high": 9.0, "cluster": "image", "clusters": 30,
+                                           "warning": ""}}}}
+    write_results(tmp_path / "run" / "a_results.json", {"vqa": {
+        "acc_image,none": 80.0, "mg,none": 12.5, "invalid_rate,none": 4.0, "ci95,none": ci95,
+        "by_dimension,none": {"D1": {"acc_image": 70.0, "mg": 5.5, "n": 30}}}})
+    done = pathbind(tmp_path, "summary", str(tmp_path / "run"))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert re.search(r" 80\.0 \[61\.3, 90\.5\]! +12\.5 \[-4\.0, 30\.1\] +4\.0$", lines[1]), lines[1]
+    assert re.search(r"D1 +70\.0 +5\.5 \[2\.0, 9\.0\] +30$", done.stdout, re.MULTILINE), done.stdout
+    assert "[low, high]: the 95% interval" in done.stdout
+    [row] = json.loads(pathbind(tmp_path, "summary", str(tmp_path / "run"), "--json").stdout)
+    assert row["acc_image"] == 80.0 and set(row["intervals"]) == {"acc_image", "mg"}
+    assert row["intervals"]["mg"] == ci95["mg"] and row["intervals"]["acc_image"]["warning"] == "only 12"

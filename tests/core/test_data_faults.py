@@ -111,7 +111,7 @@ def test_a_hub_layout_split_is_named_and_a_single_split_copy_is_read(tmp_path, c
              "evaluates (it holds train.parquet); a file named test.parquet is read as that split")
     failed = run([str(BIN / "lmms_eval"), "--model", "pathbind_blind", "--tasks", "pathbind_quilt_vqa_image",
                   "--output_path", str(tmp_path / "out")], cwd=tmp_path, env={"PATHBIND_DATA": str(tmp_path / "data")})
-    assert f"Error during evaluation: {words}" in failed.stdout + failed.stderr
+    assert f"Error during evaluation: task pathbind_quilt_vqa_image: {words}" in failed.stdout + failed.stderr
     code, out = data_check(capsys, "quilt_vqa", str(quilt))
     assert code == 1 and f"pathbind_quilt_vqa_image: the task would fail: DataOverrideError: {words}" in out
 

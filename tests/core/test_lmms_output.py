@@ -46,7 +46,7 @@ def test_results_are_found_below_nested_model_folders_and_the_latest_with_the_ta
     assert find_results([old]) == [old]
     assert task_results(tmp_path / "out", "vqa") == {"acc,none": 20.0, "acc_stderr,none": 0.1}
     assert load_results(new).metrics("vqa") == {"acc": 20.0}
-    with pytest.raises(ValueError, match=r"out: no results.json with task 'pathview'"):
+    with pytest.raises(ValueError, match=r"out: no run of task 'pathview' \(its runs evaluated grounding, vqa\)"):
         task_results(tmp_path / "out", "pathview")
 
 
@@ -57,14 +57,19 @@ def test_a_truncated_results_file_is_named(tmp_path):
 
 
 def test_the_latest_sample_log_of_a_task_is_read(tmp_path):
-    """Several timestamps and tasks side by side: the task's newest log; none is an error naming the fix."""
+    """Several timestamps and tasks side by side: the log beside the task's newest results file; none is an error
+    naming the fix."""
     model = tmp_path / "out" / "pathbind_control"
+    write_json(model / "20260101_000000_results.json", results("vqa", 0.0))
     write_lines(model / "20260101_000000_samples_vqa.jsonl", [{"doc_id": 0, "acc": 0}])
+    write_json(model / "20260102_000000_results.json", {"results": {**results("vqa", 0.5)["results"],
+                                                                    **results("grounding", 0.5)["results"]}})
     write_lines(model / "20260102_000000_samples_vqa.jsonl", [{"doc_id": 0, "acc": 1}, {"doc_id": 1, "acc": 0}])
     write_lines(model / "20260103_000000_samples_vqa_ablation.jsonl", [{"doc_id": 0, "acc": 1}])
     assert task_samples(tmp_path / "out", "vqa") == [{"doc_id": 0, "acc": 1}, {"doc_id": 1, "acc": 0}]
     assert len(find_sample_logs(tmp_path / "out")) == 3
-    with pytest.raises(ValueError, match=r"no sample log of task 'grounding' \(run lmms_eval with --log_samples"):
+    beside = r"_results\.json: no sample log of task 'grounding' beside it \(run lmms_eval with --log_samples"
+    with pytest.raises(ValueError, match=beside):
         task_samples(tmp_path / "out", "grounding")
 
 

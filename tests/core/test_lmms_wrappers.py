@@ -23,7 +23,8 @@ from pathbind.capabilities import (
     drop_conditions,
     unanswerable_conditions,
 )
-from pathbind.lmms.evaluate import _skipping_unsupported
+from pathbind.lmms.evaluate import _runs_pathbind, _skipping_unsupported
+from pathbind.lmms.marks import patch
 
 needs_realtok = pytest.mark.skipif(not realtok.available(), reason="no real tokenizer files in ../shared/realtok")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -109,7 +110,8 @@ def test_the_hook_reports_skipped_conditions_beside_the_metrics_and_logs_them(mo
         seen.update({name: conditions(task) for name, task in task_dict.items()})
         return {"results": {name: {"acc_text,none": math.nan} for name in task_dict}, "samples": {}}
 
-    hooked = _skipping_unsupported(evaluate, inspect.signature(evaluate))
+    signature = inspect.signature(evaluate)  # the patch claims the call: its task is PathBind's
+    hooked = patch(evaluate, _skipping_unsupported(signature), _runs_pathbind(signature))
     results = hooked(Wrapper(), {"pathbind_demo_vqa": demo_vqa}, cli_args=SimpleNamespace(model="llava_hf"))
     assert seen == {"pathbind_demo_vqa": ["image"] * 60}
     reason = results["results"]["pathbind_demo_vqa"]["skipped_conditions,none"]["text"]

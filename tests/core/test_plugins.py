@@ -151,87 +151,53 @@ def test_tracing_logs_every_hook_call(monkeypatch, logged_warnings):
     assert any(m.startswith(trace) for m in logged_warnings)
 
 
-def test_pluggy_tracing_sees_each_hook_call_and_its_implementations():
-    """Calls go through pluggy's own machinery: enable_tracing and add_hookcall_monitoring see them."""
+def test_a_hook_wrapper_is_refused_at_registration_and_the_others_still_answer(tmp_path, monkeypatch):
+    """A plugin with a hook wrapper, new style or old, is refused when it registers, its failure naming the hooks
+    and the fix; the other plugins' contributions are all there, the refused plugin's none."""
+    write_plugin(tmp_path, "wrapping_plugin", """
+        import pathbind
+
+        @pathbind.hookimpl(wrapper=True)
+        def pathbind_metrics():
+            results = yield
+            return [*results, {"wrapped": len}]
+
+        @pathbind.hookimpl(hookwrapper=True)
+        def pathbind_template_dirs():
+            yield
+    """)
+    monkeypatch.syspath_prepend(str(tmp_path))
     pm = make_plugin_manager()
-    lines: list[str] = []
-    pm.trace.root.setwriter(lines.append)
-    monitored: list[tuple[str, list[str]]] = []
-    undo_monitoring = pm.add_hookcall_monitoring(
-        lambda name, impls, kwargs: monitored.append((name, [impl.plugin_name for impl in impls])),
-        lambda outcome, name, impls, kwargs: None)
-    undo_tracing = pm.enable_tracing()
-    models = pm.models()
-    undo_tracing()
-    undo_monitoring()
-    assert monitored == [("pathbind_models", ["pathbind_models"])]
-    assert lines[0] == "  pathbind_models [hook]\n"
-    assert lines[1].startswith("  finish pathbind_models --> [[ModelSpec(model_id='pathbind_control'")
-    assert "pathbind_control" in models
+    assert pm.failures == {"wrapping_plugin": [
+        "PluginValidationError: hook wrapper pathbind_metrics, pathbind_template_dirs; PathBind hooks take "
+        "contributions only (drop wrapper=True/hookwrapper=True, order with tryfirst/trylast)"]}
+    assert "mg" in pm.metrics() and "wrapped" not in pm.metrics() and pm.template_dirs()
+    assert pm.get_plugin("wrapping_plugin") is None
 
 
-class Wrapping:
-    """A third party's new-style wrapper: sees every plugin's metrics, adds one of its own."""
+class Ordered:
+    """Two hooks of one plugin, one tried first and one last."""
 
-    def __init__(self):
-        self.seen: list[list[str]] = []
-
-    @hookimpl(wrapper=True)
+    @hookimpl(tryfirst=True)
     def pathbind_metrics(self):
-        results = yield
-        self.seen.append(sorted(name for result in results for name in result))
-        return [*results, {"wrapped_metric": len, "not_callable": 3}]
+        return {"ordered_first": len}
+
+    @hookimpl(trylast=True)
+    def pathbind_demo_data(self):
+        raise RuntimeError("no demo data here")
 
 
-class OldStyleWrapping:
-    """An old-style hookwrapper that removes the example plugin's template folders from the outcome."""
-
-    @hookimpl(hookwrapper=True)
-    def pathbind_template_dirs(self):
-        outcome = yield
-        outcome.force_result([dirs for dirs in outcome.get_result() if "pathbind_example" not in str(dirs[0])])
-
-
-def test_third_party_hook_wrappers_are_honoured_and_their_additions_checked_and_attributed():
-    """wrapper=True and hookwrapper=True run around the other implementations; what a wrapper adds is checked
-    like any result and attributed to its plugin, the results it keeps stay their plugins'."""
-    wrapping = Wrapping()
-    pm = make_plugin_manager(plugins={"wrapping": wrapping, "old_style": OldStyleWrapping()})
-    metrics = pm.metrics()
-    assert "mg" in wrapping.seen[0] and "example_stain_accuracy" in wrapping.seen[0]
-    assert "wrapped_metric" not in wrapping.seen[0]
-    assert (metrics["wrapped_metric"].plugin, metrics["mg"].plugin) == ("wrapping", "pathbind_tasks")
-    assert pm.failures == {"wrapping": ["pathbind_metrics metric 'not_callable' is a int, not callable; skipped"]}
-    dirs = pm.template_dirs()
-    assert dirs and not any("pathbind_example" in str(d) for d in dirs)
-
-
-class BrokenWrappers:
-    @hookimpl(wrapper=True)
-    def pathbind_models(self):
-        yield
-        raise RuntimeError("wrapper teardown failed")
-
-    @hookimpl(hookwrapper=True)
-    def pathbind_metrics(self):
-        raise RuntimeError("wrapper setup failed")
-        yield
-
-    @hookimpl(wrapper=True)
-    def pathbind_task_dirs(self):
-        results = yield
-        yield
-        return results
-
-
-def test_a_broken_wrapper_is_recorded_and_the_results_pass_on_unchanged():
-    """A wrapper raising before or after its yield, or yielding twice, is its plugin's failure, not the call's."""
-    pm = make_plugin_manager(plugins={"broken_wrappers": BrokenWrappers()})
-    assert "pathbind_control" in pm.models() and "mg" in pm.metrics()
-    assert {c.plugin for c in pm.task_dirs()} >= {"pathbind_tasks", "example"}
-    assert pm.failures == {"broken_wrappers": ["RuntimeError in pathbind_models: wrapper teardown failed",
-                                               "RuntimeError in pathbind_metrics: wrapper setup failed",
-                                               "RuntimeError in pathbind_task_dirs: the wrapper yielded twice"]}
+def test_implementations_run_in_pluggys_order_and_each_failure_is_its_own(monkeypatch):
+    """Each implementation is called in pluggy's order (tryfirst first, then the latest registered); one raising
+    leaves the others' results, in the same order as an unguarded pluggy call gives them."""
+    pm = make_plugin_manager(plugins={"ordered": Ordered()})
+    plugins = [plugin for plugin, _ in pm.call_each("pathbind_metrics")]
+    assert plugins[0] == "ordered"
+    monkeypatch.delattr(Ordered, "pathbind_demo_data")
+    unguarded = make_plugin_manager(plugins={"ordered": Ordered()}).hook.pathbind_metrics()
+    assert [sorted(result) for _, result in pm.call_each("pathbind_metrics")] == [sorted(r) for r in unguarded]
+    assert "grounding_items" in pm.demo_data()
+    assert pm.failures == {"ordered": ["RuntimeError in pathbind_demo_data: no demo data here"]}
 
 
 def test_the_example_plugin_scores_an_unparseable_answer_invalid_and_wrong():

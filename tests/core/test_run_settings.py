@@ -33,12 +33,11 @@ def test_a_misspelled_task_is_refused_with_the_close_names_before_lmms_eval_star
 
 
 @pytest.mark.slow
-def test_python_m_lmms_eval_names_the_close_tasks_after_lmms_evals_own_error(tmp_path):
-    """Another launcher reaches lmms-eval's own check; PathBind's log line adds the close names."""
+def test_python_m_lmms_eval_keeps_lmms_evals_own_error(tmp_path):
+    """lmms-eval's own launcher is lmms-eval's alone: its error stands, and PathBind adds nothing to it."""
     done = lmms_eval_stops(tmp_path, "--tasks", "pathbind_demo_vqq", launcher=[sys.executable, "-m", "lmms_eval"])
     assert "Tasks not found: pathbind_demo_vqq" in done.stdout + done.stderr
-    assert ("pathbind: no task, group or tag is named 'pathbind_demo_vqq': did you mean PathBind pathbind_demo_vqa"
-            in done.stdout + done.stderr)
+    assert "did you mean" not in done.stdout + done.stderr
 
 
 @pytest.mark.slow

@@ -4,6 +4,7 @@ each lmms-eval function it wraps (the fresh-process import orders and the CLI ru
 from __future__ import annotations
 
 import copy
+import re
 import sys
 from importlib.metadata import distribution, requires
 from pathlib import Path
@@ -19,9 +20,10 @@ from pathbind.catalog import plugin_tasks
 from pathbind.lmms import patches
 from pathbind.lmms.evaluate import install_evaluate_hook
 from pathbind.lmms.marks import FIRST_PARTY_PLUGINS, marked
+from pathbind.lmms.marks import patch as seam_patch
 from pathbind.lmms.patches import HOOKED_SOURCES, compatibility_problem, hooked_sources_changed
 from pathbind.lmms.running import InTask, RunningTask
-from pathbind.lmms.table import _scalars_only, scalar_view, structured_note
+from pathbind.lmms.table import _pathbind_results, _scalars_only, scalar_view, structured_note
 from pathbind.lmms.tasks import (
     TaskBuildError,
     _NamingTheTask,
@@ -93,11 +95,16 @@ def _seam_patches() -> set[str]:
     return found
 
 
-def test_every_function_the_seam_replaced_is_a_row_of_the_table():
-    """Every lmms-eval function wrapped once lmms-eval is loaded is listed with what wraps it, and every listed
-    wrapper is installed: the table is the complete list of patches."""
+def test_every_function_the_seam_replaced_is_a_row_of_the_table(monkeypatch):
+    """Every lmms-eval function wrapped once lmms-eval is loaded (and by PathBind's lmms_eval command) is listed
+    with what wraps it, and every listed wrapper is installed: the table is the complete list of patches."""
+    import lmms_eval.__main__  # noqa: F401 - what PathBind's lmms_eval command runs
+
+    from pathbind.lmms import outcome
+    monkeypatch.setattr(outcome, "FAILED", [])
+    assert outcome.install_outcome_hook()
     assert _seam_patches() == {patch.target for patch in patches.PATCHES if patch.wrapped_by}
-    assert all(patch.why and patch.upstream and patch.sources for patch in patches.PATCHES)
+    assert all(patch.claims and patch.why and patch.upstream and patch.sources for patch in patches.PATCHES)
 
 
 def test_a_changed_or_missing_source_is_named(monkeypatch):
@@ -216,6 +223,47 @@ def test_a_build_error_is_raised_at_once_not_retried(plugins_only):
     with pytest.raises(TaskBuildError, match="no column 'image'"):
         ConfigurableTask(config=config)
     assert calls == [1]
+
+
+def test_a_plugin_tasks_load_failing_after_the_retries_names_the_task(plugins_only, tmp_path, monkeypatch):
+    """A data file that cannot be read is retried as lmms-eval retries any load (the waits skipped here), then
+    raised as a TaskBuildError naming the task and the cause, not RetryError[<Future ...>]."""
+    from lmms_eval.api.task import ConfigurableTask
+
+    monkeypatch.setattr(ConfigurableTask.download.retry, "sleep", lambda seconds: None)
+    config = plugins_only._get_config("pathbind_demo_vqa")
+    config["dataset_kwargs"] = {"data_files": {"test": str(tmp_path / "missing.parquet")}}
+    with pytest.raises(TaskBuildError, match=r"^task pathbind_demo_vqa: FileNotFoundError: .*missing\.parquet"):
+        ConfigurableTask(config=config)
+
+
+def test_the_seam_marks_what_is_pathbinds_and_nothing_else(plugins_only, tmp_path):
+    """Each plugin entry of the index names its plugin, a user's entry does not; the task objects built from a
+    plugin's config are PathBind's, a user's task and a MagicMock are not."""
+    from unittest.mock import MagicMock
+
+    from lmms_eval.tasks import TaskManager, get_task_dict
+
+    from pathbind.lmms.marks import pathbind_config, pathbind_task
+    from pathbind.lmms.tasks import PLUGIN_KEY
+    from pathbind_tasks.common.vqa import image_only, process_results
+
+    (tmp_path / "mine.yaml").write_text(f"task: mine\ndataset_path: json\ndataset_kwargs:\n  data_files:\n"
+                                        f"    test: {tmp_path / 'rows.jsonl'}\ntest_split: test\n"
+                                        "output_type: generate_until\ndoc_to_text: q\ndoc_to_target: a\n")
+    (tmp_path / "rows.jsonl").write_text('{"q": "Say A", "a": "A"}\n')
+    manager = TaskManager("ERROR", include_path=str(tmp_path), include_defaults=False)
+    assert manager.task_index["pathbind_demo_vqa"][PLUGIN_KEY] == "pathbind_tasks"
+    assert manager.task_index["example_stain_check"][PLUGIN_KEY] == "example"
+    assert PLUGIN_KEY not in manager.task_index["mine"]
+    tasks = get_task_dict(["pathbind_demo_yesno", "mine"], manager)
+    assert pathbind_task(tasks["pathbind_demo_yesno"])
+    assert not pathbind_task(tasks["mine"]) and not pathbind_task(MagicMock())
+    # A user's config asks for PathBind with PathBind's own functions (by identity) or a pathbind_ metadata key.
+    assert pathbind_config({"process_docs": image_only}) and pathbind_config({"process_results": process_results})
+    assert pathbind_config({"metadata": {"pathbind_requires": ["attention"]}})
+    assert not pathbind_config({"process_docs": lambda dataset: dataset, "metadata": {"version": 1}})
+    assert not pathbind_config({"process_results": MagicMock(__module__="pathbind_tasks.common.vqa")})
 
 
 def test_evaluate_skips_what_the_model_cannot_run_and_records_it(plugins_only):
@@ -377,7 +425,7 @@ def test_the_cli_table_hook_prints_scalars_and_the_note_only_for_pathbind_runs()
     """lmms-eval's own make_table, as the CLI calls it, behind the hook; a run without PathBind is untouched."""
     from lmms_eval.utils import make_table
 
-    hooked = _scalars_only(make_table)
+    hooked = seam_patch(make_table, _scalars_only, _pathbind_results)
     table = hooked(copy.deepcopy(RESULTS))
     *rows, note = table.rstrip().splitlines()
     assert "acc_image" in table and not any("{" in row or "by_dimension" in row for row in rows)
@@ -474,3 +522,11 @@ def test_an_evaluation_that_returns_without_evaluating_or_writing_is_recorded_as
     assert failed == ["no task was evaluated; task probe: the model offers no attention",
                       f"no results file was written under {tmp_path} (lmms-eval's log says why)",
                       "KeyError: 'context'"]
+
+
+def test_the_architecture_page_lists_every_patch():
+    """docs/architecture.md's table of patches has one row per patched function of PATCHES, and no other."""
+    page = (Path(__file__).parents[2] / "docs" / "architecture.md").read_text()
+    rows = re.findall(r"^\| `([\w.]+)`", page.split("## The lmms-eval seam", 1)[1], flags=re.MULTILINE)
+    assert sorted(name.rsplit(".", 1)[-1] for name in rows) == sorted(
+        patch.target.rsplit(".", 1)[-1].rsplit(":", 1)[-1] for patch in patches.PATCHES if patch.wrapped_by)
