@@ -13,6 +13,7 @@ from loguru import logger
 
 from pathbind.catalog import plugin_tasks
 from pathbind.data import DataLocationError
+from pathbind.lmms.watch import when_defined
 from pathbind.plugins import PluginManager, make_plugin_manager
 from pathbind.strict_json import dumps_strict
 from pathbind.text_table import format_table
@@ -208,9 +209,15 @@ def console() -> None:
     """The ``pathbind`` command. Log lines are bare and from WARNING up (lmms-eval's task indexing logs each base
     YAML at DEBUG); ``LOGURU_LEVEL`` keeps loguru's own format at the level it names."""
     if "LOGURU_LEVEL" not in os.environ:
-        logger.remove()
-        logger.add(sys.stderr, level="WARNING", format="{message}")
+        _bare_warnings()
+        # Importing lmms-eval's judge launcher (task utilities do) points loguru at stdout, into --json output.
+        when_defined("lmms_eval.llm_judge.launcher", "AVAILABLE_LAUNCHERS", _bare_warnings)
     sys.exit(main())
+
+
+def _bare_warnings() -> None:
+    logger.remove()
+    logger.add(sys.stderr, level="WARNING", format="{message}")
 
 
 def _error(command: str, message: str) -> int:

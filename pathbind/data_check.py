@@ -181,8 +181,9 @@ def _plans(sources: Sources, source: str) -> list[Plan]:
 
 
 def plans(tasks: list[tuple[str, dict[str, Any]]]) -> list[Plan]:
-    """One plan per distinct (data settings, conversion): a task's ``full``, ``ablation`` and ``think`` variants
-    convert the same rows as its image-only one, which the check runs (named after the task that runs it)."""
+    """One plan per distinct (data settings, conversion): a task's ``full``, ``ablation``, ``paraphrase`` and
+    ``think`` variants convert the same rows as its image-only one, which the check runs (named after the task that
+    runs it)."""
     chosen: dict[str, Plan] = {}
     for task, config in sorted(tasks, key=lambda item: (_image_only(item[1]) != item[1].get("process_docs"),
                                                         item[0])):
@@ -193,13 +194,14 @@ def plans(tasks: list[tuple[str, dict[str, Any]]]) -> list[Plan]:
 
 
 def _image_only(config: dict[str, Any]) -> str | None:
-    """``<module>.<prefix>image_only`` for a ``process_docs`` named ``<prefix>full`` or ``<prefix>ablation`` (the
-    condition sets of ``pathbind_tasks.common.vqa.condition_sets``) when the module has it; else the task's own."""
+    """``<module>.<prefix>image_only`` for a ``process_docs`` named ``<prefix>full``, ``<prefix>ablation`` or
+    ``<prefix>paraphrase`` (the condition sets of ``pathbind_tasks.common.vqa.condition_sets``) when the module has
+    it; else the task's own."""
     path = config.get("process_docs")
     if not isinstance(path, str):
         return None
     module, _, name = path.rpartition(".")
-    for suffix in ("full", "ablation"):
+    for suffix in ("full", "ablation", "paraphrase"):
         sibling = name.removesuffix(suffix) + "image_only"
         if name.endswith(suffix) and hasattr(_module(module), sibling):
             return f"{module}.{sibling}"

@@ -204,6 +204,7 @@ def test_settings_record_what_the_run_used(qwen_bf16):
         "pretrained": str(qwen_bf16), "family": "qwen2_5_vl", "dtype": "bfloat16", "device": str(model.device),
         "device_map": None, "processor_options": {"max_pixels": 200704},
         "image_limits": {"size": {"longest_edge": 200704, "shortest_edge": 3136}},
+        "attribution": {"methods": ["attention"], "token": "expression", "layers": "mid", "winsor_percentile": 90.0},
         "generation": {"decoding": "greedy unless a task's temperature is above 0: then sampled, each answer seeded "
                                    "from lmms-eval's torch seed (--seed) and its task, document and repeat",
                        "max_new_tokens": 8, "chat_template_kwargs": {"enable_thinking": False},
